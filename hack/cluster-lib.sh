@@ -1,0 +1,49 @@
+# Shared paths and helpers of the test cluster scripts (sourced).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(dirname "$here")
+. "$here/versions.sh"
+CLUSTER_DIR="$TOP/.cluster"
+BIN="$NODELET_CACHE/bin"
+ETCD_BIN="$BIN/etcd-$ETCD_VERSION"
+APISERVER_BIN="$BIN/kube-apiserver-$KUBE_VERSION"
+KUBECTL_BIN="$BIN/kubectl-$KUBE_VERSION"
+CRICTL_BIN="$BIN/crictl-$CRI_TOOLS_VERSION"
+ETCD_PORT=${NODELET_ETCD_PORT:-23790}
+ETCD_PEER_PORT=${NODELET_ETCD_PEER_PORT:-23800}
+APISERVER_PORT=${NODELET_APISERVER_PORT:-26443}
+POD_CIDR=${NODELET_POD_CIDR:-10.217.0.0/16}
+SERVICE_CIDR=10.96.0.0/16
+BRIDGE=nodelet0
+# unix socket paths are limited to 107 bytes; a deep checkout gets its sockets under /tmp instead.
+if [ ${#CLUSTER_DIR} -le 60 ]; then
+  RUN_DIR="$CLUSTER_DIR/run"
+else
+  RUN_DIR="/tmp/nodelet-run-$(printf '%s' "$CLUSTER_DIR" | sha256sum | cut -c1-12)"
+fi
+CONTAINERD_SOCK="$RUN_DIR/containerd.sock"
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+
+# pid_of NAME: prints the PID recorded for a component if that process is still the one we started.
+pid_of() {
+  local f="$CLUSTER_DIR/$1.pid" pid
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  # A recycled PID belongs to another program: compare the executable we recorded.
+  [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(cat "$CLUSTER_DIR/$1.exe" 2>/dev/null)" ] || return 1
+  echo "$pid"
+}
+
+# stop_pid NAME PID [SECONDS]: SIGTERM, then SIGKILL after the grace period.
+stop_pid() {
+  local name=$1 pid=$2 grace=${3:-15} i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < grace * 10; i++)); do
+    [ -d "/proc/$pid" ] || { log "stopped $name (pid $pid)"; return 0; }
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && { log "stopped $name (pid $pid)"; return 0; }
+    sleep 0.1
+  done
+  log "$name (pid $pid) ignored SIGTERM for ${grace}s: killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+}

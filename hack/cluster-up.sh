@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Starts the test cluster in the background, idempotently: etcd + kube-apiserver on loopback and a
+# containerd of its own (root, state, socket and CNI config under .cluster/), with the offline test
+# images imported. Writes .cluster/env (shell-sourceable) and .cluster/kubeconfig.
+set -euo pipefail
+. "$(dirname "$0")/cluster-lib.sh"
+started=$SECONDS
+mkdir -p "$CLUSTER_DIR"/{pki,etcd,containerd,cni/net.d,cni/ipam,images,logs/pods,bin} "$RUN_DIR"
+for b in "$ETCD_BIN" "$APISERVER_BIN" "$KUBECTL_BIN" "$CRICTL_BIN"; do
+  [ -x "$b" ] || { echo "cluster-up: $b is missing; run 'make setup' first" >&2; exit 1; }
+done
+
+# start NAME BINARY ARGS...: runs a component in its own session, logging to .cluster/NAME.log.
+start() {
+  local name=$1 bin=$2; shift 2
+  if pid=$(pid_of "$name"); then log "$name already running (pid $pid)"; return 0; fi
+  log "starting $name"
+  setsid "$bin" "$@" >>"$CLUSTER_DIR/$name.log" 2>&1 </dev/null &
+  echo $! >"$CLUSTER_DIR/$name.pid"
+  readlink -f "$bin" >"$CLUSTER_DIR/$name.exe"
+}
+
+# wait_for NAME SECONDS COMMAND...: polls until the command succeeds or the component died.
+wait_for() {
+  local name=$1 secs=$2 i; shift 2
+  for ((i = 0; i < secs * 10; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    pid_of "$name" >/dev/null || { log "$name exited; last lines of .cluster/$name.log:"; tail -20 "$CLUSTER_DIR/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  log "$name not ready after ${secs}s; last lines of .cluster/$name.log:"; tail -20 "$CLUSTER_DIR/$name.log" >&2; exit 1
+}
+
+# --- keys and certificates (once) ---
+pki="$CLUSTER_DIR/pki"
+if [ ! -f "$pki/apiserver.crt" ]; then
+  log "generating CA, serving certificate, service-account signing keys and admin token"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=nodelet-test-ca" \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n' >"$pki/apiserver.ext"
+  openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 3650 \
+    -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" 2>/dev/null
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  token=$(openssl rand -hex 24)
+  echo "$token,admin,nodelet-admin,system:masters" >"$pki/tokens.csv"
+  echo "$token" >"$pki/admin-token"
+  chmod 600 "$pki"/*.key "$pki/tokens.csv" "$pki/admin-token"
+fi
+token=$(cat "$pki/admin-token")
+apiserver="https://127.0.0.1:$APISERVER_PORT"
+
+cat >"$CLUSTER_DIR/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: nodelet-test
+  cluster:
+    server: $apiserver
+    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+users:
+- name: admin
+  user:
+    token: $token
+contexts:
+- name: nodelet-test
+  context: {cluster: nodelet-test, user: admin}
+current-context: nodelet-test
+KUBECONFIG
+chmod 600 "$CLUSTER_DIR/kubeconfig"
+
+# --- etcd ---
+start etcd "$ETCD_BIN" --name nodelet-test --data-dir "$CLUSTER_DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "nodelet-test=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls "" \
+  --quota-backend-bytes 4294967296 --log-level warn
+
+# --- containerd (started early: it is independent of the API server) ---
+cat >"$CLUSTER_DIR/cni/net.d/10-nodelet.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "nodelet-test",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$CLUSTER_DIR/cni/ipam"}
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+CNI
+cat >"$CLUSTER_DIR/containerd/config.toml" <<TOML
+version = 2
+root = "$CLUSTER_DIR/containerd/root"
+state = "$RUN_DIR/containerd-state"
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[ttrpc]
+  address = "$CONTAINERD_SOCK.ttrpc"
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CLUSTER_DIR/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "nodelet.test/pause:1"
+  # Root here lacks CAP_SYS_RESOURCE: without this, the sandbox's oom_score_adj is refused and RunPodSandbox fails.
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$CLUSTER_DIR/cni/net.d"
+TOML
+start containerd "$(command -v containerd)" --config "$CLUSTER_DIR/containerd/config.toml" --log-level warn
+
+# --- kube-apiserver ---
+wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+start kube-apiserver "$APISERVER_BIN" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+  --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+  --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
+  --authorization-mode RBAC \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+  --api-audiences https://kubernetes.default.svc.cluster.local \
+  --service-cluster-ip-range "$SERVICE_CIDR" \
+  --allow-privileged=true \
+  --disable-admission-plugins ServiceAccount \
+  --profiling=false --cert-dir "$pki" --v 1
+
+# --- test images, built offline and imported ---
+images="$CLUSTER_DIR/images"
+if [ ! -f "$images/busybox_2.tar" ] || [ "$TOP/test/env/images/build-images.mjs" -nt "$images/busybox_2.tar" ]; then
+  gcc -static -O2 -o "$images/pause" "$TOP/test/env/images/pause.c"
+  node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox >/dev/null
+fi
+wait_for containerd 30 "$CRICTL_BIN" --runtime-endpoint "unix://$CONTAINERD_SOCK" version
+have=$(ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls -q)
+for tar in "$images"/*.tar; do
+  base=$(basename "$tar" .tar)
+  ref="nodelet.test/${base%_*}:${base##*_}"
+  grep -qxF "$ref" <<<"$have" && continue
+  log "importing $ref"
+  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$tar" >/dev/null
+done
+
+wait_for kube-apiserver 90 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "$apiserver/readyz"
+
+ln -sf "$KUBECTL_BIN" "$CLUSTER_DIR/bin/kubectl"
+ln -sf "$CRICTL_BIN" "$CLUSTER_DIR/bin/crictl"
+cat >"$CLUSTER_DIR/env" <<ENV
+# Written by hack/cluster-up.sh: source it to talk to the test cluster.
+export NODELET_CLUSTER_DIR='$CLUSTER_DIR'
+export KUBECONFIG='$CLUSTER_DIR/kubeconfig'
+export NODELET_APISERVER='$apiserver'
+export CONTAINER_RUNTIME_ENDPOINT='unix://$CONTAINERD_SOCK'
+export IMAGE_SERVICE_ENDPOINT='unix://$CONTAINERD_SOCK'
+export NODELET_CONTAINERD_SOCK='$CONTAINERD_SOCK'
+export NODELET_POD_CIDR='$POD_CIDR'
+export NODELET_PAUSE_IMAGE='nodelet.test/pause:1'
+export NODELET_TEST_IMAGE='nodelet.test/busybox:1'
+export NODELET_TEST_IMAGE_2='nodelet.test/busybox:2'
+export NODELET_IMAGES_DIR='$images'
+export NODELET_POD_LOG_ROOT='$CLUSTER_DIR/logs/pods'
+export NODELET_KUBECTL='$KUBECTL_BIN'
+export NODELET_CRICTL='$CRICTL_BIN'
+export PATH='$CLUSTER_DIR/bin':"\$PATH"
+ENV
+log "cluster up in $((SECONDS - started)) s: source .cluster/env (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, ...)"

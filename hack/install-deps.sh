@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what nodelet's build, tests and test cluster need, when it is missing:
+# Debian packages, npm packages, and the Go-built binaries (cached by version under ~/.cache/nodelet).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+
+# containerd/runc/CNI: the real runtime under test. busybox-static + gcc/libc6-dev: the offline test images.
+# bubblewrap/proot: the process runtime's isolation. iproute2/iptables: CNI bridge plumbing.
+# Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
+pkgs=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev bubblewrap proot iproute2 iptables openssl curl ca-certificates tar)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # policy-rc.d keeps the packages' own services (the system containerd) from starting: the test cluster runs its own.
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cd "$top"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "installing npm packages" >&2
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+"$here/build-go-bins.sh" etcd kube-apiserver kubectl crictl

@@ -1,0 +1,8 @@
+# Pinned versions of everything the test cluster builds or installs. Sourced by the hack/ scripts.
+# Kubernetes 1.37 is the newest release whose kubelet still runs on containerd 1.x (Debian's 1.6.20):
+# the cgroup-driver fallback that containerd 1.x needs is removed only in 1.38.
+KUBE_VERSION=v1.37.2
+CRI_API_VERSION=v0.37.2
+ETCD_VERSION=v3.6.16
+CRI_TOOLS_VERSION=v1.37.0
+NODELET_CACHE="${NODELET_CACHE:-$HOME/.cache/nodelet}"

@@ -1,0 +1,8 @@
+// Original file: proto/api.proto
+
+
+export interface GetEventsRequest {
+}
+
+export interface GetEventsRequest__Output {
+}

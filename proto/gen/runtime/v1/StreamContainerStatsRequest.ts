@@ -1,0 +1,11 @@
+// Original file: proto/api.proto
+
+import type { ContainerStatsFilter as _runtime_v1_ContainerStatsFilter, ContainerStatsFilter__Output as _runtime_v1_ContainerStatsFilter__Output } from '../../runtime/v1/ContainerStatsFilter.js';
+
+export interface StreamContainerStatsRequest {
+  'filter'?: (_runtime_v1_ContainerStatsFilter | null);
+}
+
+export interface StreamContainerStatsRequest__Output {
+  'filter': (_runtime_v1_ContainerStatsFilter__Output | null);
+}

@@ -1,0 +1,8 @@
+// Original file: proto/api.proto
+
+
+export interface StreamPodSandboxMetricsRequest {
+}
+
+export interface StreamPodSandboxMetricsRequest__Output {
+}

@@ -1,0 +1,8 @@
+// Original file: proto/api.proto
+
+
+export interface UpdatePodSandboxResourcesResponse {
+}
+
+export interface UpdatePodSandboxResourcesResponse__Output {
+}

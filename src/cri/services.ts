@@ -1,0 +1,53 @@
+// The two seams between nodelet and a container runtime, after the kubelet's internalapi
+// (k8s.io/cri-api/pkg/apis). The runtime manager depends on these, never on gRPC.
+import type {
+  AuthConfig,
+  Container,
+  ContainerConfig,
+  ContainerFilter,
+  ContainerStatusResponse,
+  ExecSyncResponse,
+  Image,
+  ImageFilter,
+  ImageFsInfoResponse,
+  ImageSpec,
+  ImageStatusResponse,
+  LinuxContainerResources,
+  PodSandbox,
+  PodSandboxConfig,
+  PodSandboxFilter,
+  PodSandboxStatusResponse,
+  StatusResponse,
+  VersionResponse,
+} from './types.js';
+
+export interface RuntimeService {
+  version(apiVersion: string): Promise<VersionResponse>;
+  status(verbose?: boolean): Promise<StatusResponse>;
+
+  runPodSandbox(config: PodSandboxConfig, runtimeHandler?: string): Promise<string>;
+  stopPodSandbox(podSandboxId: string): Promise<void>;
+  removePodSandbox(podSandboxId: string): Promise<void>;
+  podSandboxStatus(podSandboxId: string, verbose?: boolean): Promise<PodSandboxStatusResponse>;
+  listPodSandbox(filter?: PodSandboxFilter): Promise<PodSandbox[]>;
+
+  createContainer(podSandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string>;
+  startContainer(containerId: string): Promise<void>;
+  /** Stops a container, giving it `timeoutSeconds` after SIGTERM before it is killed. */
+  stopContainer(containerId: string, timeoutSeconds: number): Promise<void>;
+  removeContainer(containerId: string): Promise<void>;
+  listContainers(filter?: ContainerFilter): Promise<Container[]>;
+  containerStatus(containerId: string, verbose?: boolean): Promise<ContainerStatusResponse>;
+  updateContainerResources(containerId: string, resources: LinuxContainerResources): Promise<void>;
+  reopenContainerLog(containerId: string): Promise<void>;
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse>;
+}
+
+export interface ImageService {
+  listImages(filter?: ImageFilter): Promise<Image[]>;
+  imageStatus(image: ImageSpec, verbose?: boolean): Promise<ImageStatusResponse>;
+  /** Pulls an image and returns its reference (usually the image ID or digest). */
+  pullImage(image: ImageSpec, auth?: AuthConfig, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  removeImage(image: ImageSpec): Promise<void>;
+  imageFsInfo(): Promise<ImageFsInfoResponse>;
+}

@@ -1,0 +1,106 @@
+// Builds the test images offline as OCI image layout archives, ready for `ctr images import`
+// (containerd) or nodelet's process runtime. No registry is involved.
+//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY
+// Writes OUTDIR/<name>_<tag>.tar for each image below, with an uncompressed layer and a
+// reproducible digest (fixed mtimes and owners), so a rebuild yields the same image ID.
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync, copyFileSync, chmodSync, symlinkSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [outDir, pauseBin, busyboxBin] = process.argv.slice(2);
+if (!outDir || !pauseBin || !busyboxBin) {
+  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY');
+  process.exit(2);
+}
+const PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+// Applets the tests and examples use; each is a symlink to the one static busybox.
+const applets = ['sh', 'ash', 'cat', 'echo', 'env', 'false', 'hostname', 'id', 'kill', 'ls', 'mkdir', 'nc', 'ps',
+  'pwd', 'rm', 'sleep', 'test', 'touch', 'true', 'wc', 'wget', 'httpd', 'date', 'grep', 'head', 'tail',
+  'ip', 'ifconfig', 'hostname', 'mount', 'uname', 'whoami', 'yes', 'dd', 'tee', 'sed', 'awk', 'printf', 'stat', 'timeout'];
+
+const images = [
+  { name: 'nodelet.test/pause', tag: '1', rootfs: (dir) => place(pauseBin, dir, 'pause'), config: { Entrypoint: ['/pause'] } },
+  { name: 'nodelet.test/busybox', tag: '1', rootfs: (dir) => busybox(dir, '1'), config: { Cmd: ['sh'] } },
+  // A second busybox with other content, so an image change in place is a real change of image ID.
+  { name: 'nodelet.test/busybox', tag: '2', rootfs: (dir) => busybox(dir, '2'), config: { Cmd: ['sh'] } },
+];
+
+function place(src, dir, rel) {
+  const dst = join(dir, rel);
+  copyFileSync(src, dst);
+  chmodSync(dst, 0o755);
+}
+
+function busybox(dir, version) {
+  for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'var', 'root']) mkdirSync(join(dir, d), { recursive: true });
+  chmodSync(join(dir, 'tmp'), 0o1777);
+  place(busyboxBin, dir, 'bin/busybox');
+  for (const a of new Set(applets)) symlinkSync('busybox', join(dir, 'bin', a));
+  writeFileSync(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+  writeFileSync(join(dir, 'etc/group'), 'root:x:0:\nnobody:x:65534:\n');
+  writeFileSync(join(dir, 'etc/nodelet-test-image'), `busybox ${version}\n`);
+}
+
+const sha256 = (buf) => createHash('sha256').update(buf).digest('hex');
+
+function writeBlob(layout, buf) {
+  const digest = sha256(buf);
+  writeFileSync(join(layout, 'blobs/sha256', digest), buf);
+  return { digest: `sha256:${digest}`, size: buf.length };
+}
+
+function tarDir(dir, file) {
+  execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '--format=posix',
+    '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime', '-cf', file, '-C', dir, '.']);
+}
+
+mkdirSync(outDir, { recursive: true });
+for (const img of images) {
+  const work = mkdtempSync(join(tmpdir(), 'nodelet-image-'));
+  try {
+    const rootfs = join(work, 'rootfs');
+    mkdirSync(rootfs);
+    img.rootfs(rootfs);
+    const layerTar = join(work, 'layer.tar');
+    tarDir(rootfs, layerTar);
+
+    const layout = join(work, 'layout');
+    mkdirSync(join(layout, 'blobs/sha256'), { recursive: true });
+    const layerBuf = readFileSync(layerTar);
+    const layer = writeBlob(layout, layerBuf);
+    const config = writeBlob(layout, Buffer.from(JSON.stringify({
+      architecture: 'amd64',
+      os: 'linux',
+      created: '1970-01-01T00:00:00Z',
+      config: { Env: [PATH], WorkingDir: '/', ...img.config },
+      rootfs: { type: 'layers', diff_ids: [layer.digest] },
+      history: [{ created: '1970-01-01T00:00:00Z', created_by: 'nodelet test/env/images/build-images.mjs' }],
+    })));
+    const manifest = writeBlob(layout, Buffer.from(JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config },
+      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
+    })));
+    const ref = `${img.name}:${img.tag}`;
+    writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+    writeFileSync(join(layout, 'index.json'), JSON.stringify({
+      schemaVersion: 2,
+      manifests: [{
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        ...manifest,
+        annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': img.tag },
+      }],
+    }));
+    const base = `${img.name.split('/').pop()}_${img.tag}.tar`;
+    const tmpOut = join(outDir, `.${base}.tmp`);
+    tarDir(layout, tmpOut);
+    renameSync(tmpOut, join(outDir, base));
+    console.log(`${ref} ${manifest.digest} -> ${join(outDir, base)}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}

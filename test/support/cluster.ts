@@ -1,0 +1,82 @@
+// Test access to the cluster that hack/cluster-up.sh started: its .cluster/env, read once.
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+
+export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export interface ClusterEnv {
+  clusterDir: string;
+  kubeconfig: string;
+  apiserver: string;
+  runtimeEndpoint: string;
+  containerdSock: string;
+  podCidr: string;
+  pauseImage: string;
+  testImage: string;
+  testImage2: string;
+  podLogRoot: string;
+  kubectl: string;
+  crictl: string;
+}
+
+let cached: ClusterEnv | undefined;
+
+/** Reads .cluster/env; throws a clear error when the cluster was never started. */
+export function clusterEnv(): ClusterEnv {
+  if (cached) return cached;
+  const file = process.env.NODELET_CLUSTER_DIR ? join(process.env.NODELET_CLUSTER_DIR, 'env') : join(projectRoot, '.cluster/env');
+  if (!existsSync(file)) throw new Error(`${file} not found: start the test cluster with 'make cluster-up'`);
+  const vars: Record<string, string> = {};
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /^export (\w+)='([^']*)'$/.exec(line);
+    if (m) vars[m[1]!] = m[2]!;
+  }
+  const get = (k: string): string => {
+    const v = vars[k];
+    if (v === undefined) throw new Error(`${file} has no ${k}: re-run 'make cluster-up'`);
+    return v;
+  };
+  cached = {
+    clusterDir: get('NODELET_CLUSTER_DIR'),
+    kubeconfig: get('KUBECONFIG'),
+    apiserver: get('NODELET_APISERVER'),
+    runtimeEndpoint: get('CONTAINER_RUNTIME_ENDPOINT'),
+    containerdSock: get('NODELET_CONTAINERD_SOCK'),
+    podCidr: get('NODELET_POD_CIDR'),
+    pauseImage: get('NODELET_PAUSE_IMAGE'),
+    testImage: get('NODELET_TEST_IMAGE'),
+    testImage2: get('NODELET_TEST_IMAGE_2'),
+    podLogRoot: get('NODELET_POD_LOG_ROOT'),
+    kubectl: get('NODELET_KUBECTL'),
+    crictl: get('NODELET_CRICTL'),
+  };
+  return cached;
+}
+
+/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs` with `what`. */
+export async function eventually<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** True when `ip` (IPv4) is inside `cidr`. */
+export function ipInCidr(ip: string, cidr: string): boolean {
+  const [base, bitsText] = cidr.split('/');
+  const toInt = (a: string) => a.split('.').reduce((acc, o) => (acc << 8) + Number(o), 0) >>> 0;
+  const bits = Number(bitsText);
+  const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
+  return (toInt(ip) & mask) === (toInt(base!) & mask);
+}

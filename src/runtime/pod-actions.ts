@@ -1,0 +1,258 @@
+// computePodActions: what SyncPod must do to bring a pod's runtime state to its spec.
+// Pure: (pod, runtime status, probe results) -> plan. Every branch follows the seed's computePodActions.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { PodSandboxStatus } from '../cri/types.js';
+import { hashContainer } from './hash.js';
+import { findContainerStatusByName, type ContainerStatus, type PodStatus } from './types.js';
+
+export type ContainerKillReason = 'StartupProbe' | 'LivenessProbe' | 'Unknown' | '';
+
+export interface ContainerToKill {
+  container: V1Container;
+  name: string;
+  /** Why, in the words of the Killing event ("Container x definition changed, will be restarted"). */
+  message: string;
+  reason: ContainerKillReason;
+}
+
+export interface PodActions {
+  /** Stop every container and sandbox of the pod. */
+  killPod: boolean;
+  /** Create a new sandbox (after killing the old one; init containers are then purged). */
+  createSandbox: boolean;
+  /** The existing sandbox to start containers in; with createSandbox, the one being replaced ('' if none). */
+  sandboxID: string;
+  /** Attempt number of the sandbox to create. */
+  attempt: number;
+  nextInitContainerToStart?: V1Container;
+  /** Indexes into pod.spec.containers. */
+  containersToStart: number[];
+  /** Keyed by container ID. */
+  containersToKill: Map<string, ContainerToKill>;
+}
+
+export type ProbeResult = 'Success' | 'Failure';
+
+/** Read side of the prober's results (liveness or startup), keyed by container ID. */
+export interface ProbeResults {
+  get(containerID: string): ProbeResult | undefined;
+}
+
+export const noProbeResults: ProbeResults = { get: () => undefined };
+
+export interface ProbeInputs {
+  liveness: ProbeResults;
+  startup: ProbeResults;
+}
+
+export function isHostNetworkPod(pod: V1Pod): boolean {
+  return pod.spec?.hostNetwork === true;
+}
+
+/** The CRI network namespace mode the pod needs. */
+export function networkNamespaceForPod(pod: V1Pod): 'NODE' | 'POD' {
+  return isHostNetworkPod(pod) ? 'NODE' : 'POD';
+}
+
+function restartPolicy(pod: V1Pod): string {
+  return pod.spec?.restartPolicy ?? 'Always';
+}
+
+export function shouldRestartOnFailure(pod: V1Pod): boolean {
+  return restartPolicy(pod) !== 'Never';
+}
+
+function containerSucceeded(c: V1Container, status: PodStatus): boolean {
+  const s = findContainerStatusByName(status, c.name);
+  if (!s || s.state === 'running') return false;
+  return s.exitCode === 0;
+}
+
+export function isInitContainerFailed(status: ContainerStatus): boolean {
+  if (status.reason === 'OOMKilled') return true;
+  if (status.state === 'exited' && status.exitCode !== 0) return true;
+  return status.state === 'unknown';
+}
+
+/** Whether a container that is not running should be (re)started, by the pod's restart policy. */
+export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, status: PodStatus): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  const s = findContainerStatusByName(status, container.name);
+  if (!s) return true;
+  if (s.state === 'running') return false;
+  if (s.state === 'unknown' || s.state === 'created') return true;
+  const policy = restartPolicy(pod);
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure' && s.exitCode === 0) return false;
+  return true;
+}
+
+export interface NextInitContainer {
+  /** Status of the last failed init container, if one failed. */
+  lastStatus?: ContainerStatus;
+  next?: V1Container;
+  done: boolean;
+}
+
+/** Where initialisation stands: the next init container to run, or done. */
+export function findNextInitContainerToRun(pod: V1Pod, status: PodStatus): NextInitContainer {
+  const inits = pod.spec?.initContainers ?? [];
+  if (inits.length === 0) return { done: true };
+  // A running app container means initialisation finished earlier.
+  for (const c of pod.spec?.containers ?? []) {
+    if (findContainerStatusByName(status, c.name)?.state === 'running') return { done: true };
+  }
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const s = findContainerStatusByName(status, inits[i]!.name);
+    if (s && isInitContainerFailed(s)) return { lastStatus: s, next: inits[i], done: false };
+  }
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const s = findContainerStatusByName(status, inits[i]!.name);
+    if (!s) continue;
+    if (s.state === 'running') return { done: false };
+    if (s.state === 'exited') {
+      if (i === inits.length - 1) return { done: true };
+      return { next: inits[i + 1], done: false };
+    }
+  }
+  return { next: inits[0], done: false };
+}
+
+export interface SandboxChange {
+  changed: boolean;
+  attempt: number;
+  sandboxID: string;
+  /** Why a new sandbox is needed, for the log. */
+  why?: string;
+}
+
+/** Whether the pod needs a new sandbox (sandboxes are newest first in the status). */
+export function podSandboxChanged(pod: V1Pod, status: PodStatus): SandboxChange {
+  const sandboxes: PodSandboxStatus[] = status.sandboxStatuses;
+  if (sandboxes.length === 0) return { changed: true, attempt: 0, sandboxID: '', why: 'no sandbox for the pod' };
+  const ready = sandboxes.filter((s) => s.state === 'SANDBOX_READY').length;
+  const latest = sandboxes[0]!;
+  const nextAttempt = (latest.metadata?.attempt ?? 0) + 1;
+  if (ready > 1) return { changed: true, attempt: nextAttempt, sandboxID: latest.id, why: 'multiple ready sandboxes' };
+  if (latest.state !== 'SANDBOX_READY') return { changed: true, attempt: nextAttempt, sandboxID: latest.id, why: 'no ready sandbox' };
+  const netMode = latest.linux?.namespaces?.options?.network ?? 'POD';
+  if (netMode !== networkNamespaceForPod(pod)) {
+    // As the seed: the old sandbox ID is not carried, so no SandboxChanged event is recorded for it.
+    return { changed: true, attempt: nextAttempt, sandboxID: '', why: 'network namespace changed' };
+  }
+  if (!isHostNetworkPod(pod) && !latest.network?.ip) {
+    return { changed: true, attempt: nextAttempt, sandboxID: latest.id, why: 'sandbox has no IP address' };
+  }
+  return { changed: false, attempt: latest.metadata?.attempt ?? 0, sandboxID: latest.id };
+}
+
+export function containerChanged(container: V1Container, status: ContainerStatus): boolean {
+  return status.hash !== hashContainer(container);
+}
+
+export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeInputs = { liveness: noProbeResults, startup: noProbeResults }): PodActions {
+  const sandbox = podSandboxChanged(pod, status);
+  const actions: PodActions = {
+    killPod: sandbox.changed,
+    createSandbox: sandbox.changed,
+    sandboxID: sandbox.sandboxID,
+    attempt: sandbox.attempt,
+    containersToStart: [],
+    containersToKill: new Map(),
+  };
+  const containers = pod.spec?.containers ?? [];
+  const inits = pod.spec?.initContainers ?? [];
+
+  // A new sandbox means everything is killed and recreated, and init containers run again.
+  if (sandbox.changed) {
+    if (!shouldRestartOnFailure(pod) && sandbox.attempt !== 0 && status.containerStatuses.length !== 0) {
+      // restartPolicy Never and containers already ran: the pod is done, do not bring it back.
+      actions.createSandbox = false;
+      return actions;
+    }
+    const toStart: number[] = [];
+    containers.forEach((c, idx) => {
+      if (restartPolicy(pod) === 'OnFailure' && containerSucceeded(c, status)) return;
+      toStart.push(idx);
+    });
+    if (toStart.length === 0 && findNextInitContainerToRun(pod, status).done) {
+      // Initialised and nothing left to run: no sandbox for a finished pod.
+      actions.createSandbox = false;
+      return actions;
+    }
+    if (inits.length !== 0) {
+      actions.nextInitContainerToStart = inits[0];
+      return actions;
+    }
+    actions.containersToStart = toStart;
+    return actions;
+  }
+
+  const init = findNextInitContainerToRun(pod, status);
+  if (!init.done) {
+    if (init.next) {
+      const initFailed = init.lastStatus !== undefined && isInitContainerFailed(init.lastStatus);
+      if (initFailed && !shouldRestartOnFailure(pod)) {
+        actions.killPod = true;
+      } else {
+        // An init container in an unknown state may still run: kill it before starting it again.
+        if (init.lastStatus?.state === 'unknown') {
+          actions.containersToKill.set(init.lastStatus.id.id, {
+            name: init.next.name,
+            container: init.next,
+            message: `Init container is in "${init.lastStatus.state}" state, try killing it before restart`,
+            reason: 'Unknown',
+          });
+        }
+        actions.nextInitContainerToStart = init.next;
+      }
+    }
+    // Initialisation failed or is in progress: app containers wait.
+    return actions;
+  }
+
+  let keepCount = 0;
+  containers.forEach((container, idx) => {
+    const cs = findContainerStatusByName(status, container.name);
+    if (!cs || cs.state !== 'running') {
+      if (shouldContainerBeRestarted(container, pod, status)) {
+        actions.containersToStart.push(idx);
+        if (cs?.state === 'unknown') {
+          // It may be running after all: kill it so two instances never run at once.
+          actions.containersToKill.set(cs.id.id, {
+            name: cs.name,
+            container,
+            message: `Container is in "${cs.state}" state, try killing it before restart`,
+            reason: 'Unknown',
+          });
+        }
+      }
+      return;
+    }
+    let message: string;
+    let reason: ContainerKillReason = '';
+    let restart = shouldRestartOnFailure(pod);
+    if (containerChanged(container, cs)) {
+      message = `Container ${container.name} definition changed`;
+      // A changed spec is restarted whatever the restart policy.
+      restart = true;
+    } else if (probes.liveness.get(cs.id.id) === 'Failure') {
+      message = `Container ${container.name} failed liveness probe`;
+      reason = 'LivenessProbe';
+    } else if (probes.startup.get(cs.id.id) === 'Failure') {
+      message = `Container ${container.name} failed startup probe`;
+      reason = 'StartupProbe';
+    } else {
+      keepCount++;
+      return;
+    }
+    if (restart) {
+      message = `${message}, will be restarted`;
+      actions.containersToStart.push(idx);
+    }
+    actions.containersToKill.set(cs.id.id, { name: cs.name, container, message, reason });
+  });
+
+  if (keepCount === 0 && actions.containersToStart.length === 0) actions.killPod = true;
+  return actions;
+}

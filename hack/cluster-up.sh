@@ -139,6 +139,7 @@ start kube-apiserver "$APISERVER_BIN" \
   --service-cluster-ip-range "$SERVICE_CIDR" \
   --allow-privileged=true \
   --disable-admission-plugins ServiceAccount \
+  --endpoint-reconciler-type none \
   --profiling=false --cert-dir "$pki" --v 1
 
 # --- test images, built offline and imported ---

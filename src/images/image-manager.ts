@@ -1,0 +1,112 @@
+// The image manager: makes sure a container's image is present according to its pull policy, with
+// per-image pull backoff, and reports as the kubelet does (Pulling/Pulled/Failed/BackOff events;
+// ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName errors).
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { Mutex } from 'async-mutex';
+import type { ImageService } from '../cri/services.js';
+import type { AuthConfig, PodSandboxConfig } from '../cri/types.js';
+import { containerRef, EventReasons, type EventRecorder } from '../kube/object-ref.js';
+import { Backoff } from '../runtime/backoff.js';
+import { Reasons, SyncError } from '../runtime/errors.js';
+import type { Clock } from '../util/clock.js';
+
+export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+/** The API server's defaulting: Always for `:latest` or an untagged image, IfNotPresent otherwise. */
+export function effectivePullPolicy(container: V1Container): PullPolicy {
+  const p = container.imagePullPolicy;
+  if (p === 'Always' || p === 'IfNotPresent' || p === 'Never') return p;
+  const image = container.image ?? '';
+  if (image.includes('@')) return 'IfNotPresent';
+  const lastSegment = image.slice(image.lastIndexOf('/') + 1);
+  const tag = lastSegment.includes(':') ? lastSegment.slice(lastSegment.indexOf(':') + 1) : '';
+  return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+/** A reference the runtime could parse: no spaces or upper-case repository, as docker's reference grammar. */
+export function validImageName(image: string): boolean {
+  if (!image || /\s/.test(image)) return false;
+  const at = image.indexOf('@');
+  const nameAndTag = at >= 0 ? image.slice(0, at) : image;
+  const lastSlash = nameAndTag.lastIndexOf('/');
+  const colon = nameAndTag.indexOf(':', lastSlash + 1);
+  const name = colon >= 0 ? nameAndTag.slice(0, colon) : nameAndTag;
+  const tag = colon >= 0 ? nameAndTag.slice(colon + 1) : '';
+  if (tag && !/^[\w][\w.-]{0,127}$/.test(tag)) return false;
+  const path = name.split('/').slice(name.includes('.') || name.includes(':') || name.startsWith('localhost') ? 1 : 0).join('/');
+  return /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/.test(path || name);
+}
+
+export interface ImageManagerOptions {
+  images: ImageService;
+  recorder: EventRecorder;
+  clock: Clock;
+  /** Pull one image at a time (the kubelet's serializeImagePulls, default true). */
+  serializePulls?: boolean;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+}
+
+export class ImageManager {
+  private readonly pullLock = new Mutex();
+  private readonly backoff: Backoff;
+  private readonly serialize: boolean;
+
+  constructor(private readonly opts: ImageManagerOptions) {
+    this.backoff = new Backoff(opts.clock, opts.backoffInitialMs ?? 10_000, opts.backoffMaxMs ?? 300_000);
+    this.serialize = opts.serializePulls ?? true;
+  }
+
+  /** Returns the image reference (ID) to create the container from, or throws a SyncError with the kubelet's reason. */
+  async ensureImageExists(pod: V1Pod, container: V1Container, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string> {
+    const image = container.image ?? '';
+    const ref = containerRef(pod, container.name);
+    const recorder = this.opts.recorder;
+    if (!validImageName(image)) {
+      const msg = `Failed to apply default image tag "${image}": couldn't parse image name "${image}": invalid reference format`;
+      recorder.event(ref, 'Warning', EventReasons.FailedToInspectImage, msg);
+      throw new SyncError(Reasons.InvalidImageName, msg);
+    }
+    const policy = effectivePullPolicy(container);
+    let present: string | undefined;
+    try {
+      const st = await this.opts.images.imageStatus({ image });
+      present = st.image?.id || undefined;
+    } catch (err) {
+      const msg = `Failed to inspect image "${image}": ${(err as Error).message}`;
+      recorder.event(ref, 'Warning', EventReasons.FailedToInspectImage, msg);
+      throw new SyncError(Reasons.ImageInspect, msg, { cause: err });
+    }
+    if (present && policy !== 'Always') {
+      recorder.event(ref, 'Normal', EventReasons.PulledImage, `Container image "${image}" already present on machine`);
+      return present;
+    }
+    if (policy === 'Never') {
+      const msg = `Container image "${image}" is not present with pull policy of Never`;
+      recorder.event(ref, 'Warning', EventReasons.ErrImageNeverPullPolicy, msg);
+      throw new SyncError(Reasons.ImageNeverPull, msg);
+    }
+    const key = `${image}_${pod.metadata?.uid ?? ''}`;
+    const now = this.opts.clock.now();
+    if (this.backoff.isInBackOffSince(key, now)) {
+      const msg = `Back-off pulling image "${image}"`;
+      recorder.event(ref, 'Normal', EventReasons.BackOffPullImage, msg);
+      throw new SyncError(Reasons.ImagePullBackOff, msg);
+    }
+    recorder.event(ref, 'Normal', EventReasons.PullingImage, `Pulling image "${image}"`);
+    const started = this.opts.clock.now();
+    try {
+      const pull = () => this.opts.images.pullImage({ image }, auth, sandboxConfig);
+      const imageRef = this.serialize ? await this.pullLock.runExclusive(pull) : await pull();
+      const seconds = (this.opts.clock.now() - started) / 1000;
+      recorder.event(ref, 'Normal', EventReasons.PulledImage, `Successfully pulled image "${image}" in ${seconds.toFixed(3)}s`);
+      this.backoff.reset(key);
+      return imageRef;
+    } catch (err) {
+      this.backoff.next(key, this.opts.clock.now());
+      const msg = `Failed to pull image "${image}": ${(err as Error).message}`;
+      recorder.event(ref, 'Warning', EventReasons.FailedToPullImage, msg);
+      throw new SyncError(Reasons.ImagePull, msg, { cause: err });
+    }
+  }
+}

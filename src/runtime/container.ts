@@ -1,0 +1,287 @@
+// Containers: start (image, config, create, start), kill with the kubelet's grace period rules,
+// statuses rebuilt from CRI labels/annotations, and removal of dead instances.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { rm } from 'node:fs/promises';
+import { isNotFound } from '../cri/errors.js';
+import type { ContainerConfig, PodSandboxConfig, ContainerStatus as CriContainerStatus } from '../cri/types.js';
+import { containerRef, EventReasons } from '../kube/object-ref.js';
+import { podFields } from '../observability/logger.js';
+import type { RuntimeManagerDeps } from './deps.js';
+import { makeEnvironment, expandCommandAndArgs } from './env.js';
+import { Reasons, SyncError } from './errors.js';
+import {
+  getContainerInfoFromAnnotations,
+  getContainerInfoFromLabels,
+  newContainerAnnotations,
+  newContainerLabels,
+  NodeNameLabel,
+  PodUIDLabel,
+  type ContainerType,
+} from './labels.js';
+import type { ContainerKillReason } from './pod-actions.js';
+import { linuxContainerResources } from './resources.js';
+import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
+
+export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
+
+const criState: Record<string, ContainerState> = {
+  CONTAINER_CREATED: 'created',
+  CONTAINER_RUNNING: 'running',
+  CONTAINER_EXITED: 'exited',
+  CONTAINER_UNKNOWN: 'unknown',
+};
+
+export function containerState(criName: string): ContainerState {
+  return criState[criName] ?? 'unknown';
+}
+
+const nsToMs = (ns: string | number | undefined) => Math.floor(Number(ns ?? 0) / 1e6);
+
+export function toContainerStatus(runtimeName: string, s: CriContainerStatus): ContainerStatus {
+  const labels = getContainerInfoFromLabels(s.labels);
+  const annotations = getContainerInfoFromAnnotations(s.annotations);
+  return {
+    id: { type: runtimeName, id: s.id },
+    name: labels.containerName || s.metadata?.name || '',
+    state: containerState(s.state),
+    createdAt: nsToMs(s.created_at),
+    startedAt: nsToMs(s.started_at),
+    finishedAt: nsToMs(s.finished_at),
+    exitCode: s.exit_code,
+    image: s.image?.image ?? '',
+    imageID: s.image_ref,
+    imageRef: s.image_ref,
+    hash: annotations.hash,
+    restartCount: annotations.restartCount,
+    reason: s.reason,
+    message: s.message,
+  };
+}
+
+/** Every container instance of a pod, newest first. */
+export async function getPodContainerStatuses(deps: RuntimeManagerDeps, uid: string): Promise<ContainerStatus[]> {
+  const containers = await deps.runtime.listContainers({ label_selector: { [PodUIDLabel]: uid, [NodeNameLabel]: deps.nodeName } });
+  const statuses = await Promise.all(
+    containers.map(async (c) => {
+      try {
+        const res = await deps.runtime.containerStatus(c.id);
+        return res.status ? toContainerStatus(deps.runtimeName, res.status) : undefined;
+      } catch (err) {
+        // Removed between the list and the status call: as if it was never listed.
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    }),
+  );
+  return statuses.filter((s): s is ContainerStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt);
+}
+
+export interface StartContainerInput {
+  sandboxID: string;
+  sandboxConfig: PodSandboxConfig;
+  container: V1Container;
+  type: ContainerType;
+  pod: V1Pod;
+  podStatus: PodStatus;
+  podIPs: string[];
+}
+
+async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartContainerInput, imageRef: string, restartCount: number): Promise<ContainerConfig> {
+  const { container, pod } = input;
+  if (container.volumeMounts?.length || container.volumeDevices?.length) {
+    throw new SyncError(Reasons.CreateContainerConfig, `volume mounts are not supported by nodelet yet (container ${container.name} mounts ${(container.volumeMounts ?? []).map((m) => m.name).join(', ')})`);
+  }
+  const env = await makeEnvironment({
+    pod,
+    container,
+    podIPs: input.podIPs,
+    hostIP: deps.nodeIP,
+    nodeName: deps.nodeName,
+    memoryCapacity: deps.memoryCapacity,
+    configSource: deps.configSource,
+  });
+  const { command, args } = expandCommandAndArgs(container, env);
+  const sc = container.securityContext;
+  const podSc = pod.spec?.securityContext;
+  const runAsUser = sc?.runAsUser ?? podSc?.runAsUser;
+  const runAsGroup = sc?.runAsGroup ?? podSc?.runAsGroup;
+  return {
+    metadata: { name: container.name, attempt: restartCount },
+    image: { image: imageRef, user_specified_image: container.image ?? '' },
+    command,
+    args,
+    working_dir: container.workingDir ?? '',
+    envs: env,
+    labels: newContainerLabels(container, pod, deps.nodeName),
+    annotations: newContainerAnnotations(container, pod, restartCount, input.type),
+    log_path: `${container.name}/${restartCount}.log`,
+    stdin: container.stdin ?? false,
+    stdin_once: container.stdinOnce ?? false,
+    tty: container.tty ?? false,
+    linux: {
+      resources: linuxContainerResources(pod, container, deps),
+      security_context: {
+        privileged: calculatePrivileged(deps.allowPrivileged, sc?.privileged),
+        run_as_user: runAsUser != null ? { value: String(runAsUser) } : null,
+        run_as_group: runAsGroup != null ? { value: String(runAsGroup) } : null,
+        readonly_rootfs: sc?.readOnlyRootFilesystem ?? false,
+        no_new_privs: sc?.allowPrivilegeEscalation === false,
+        capabilities: sc?.capabilities ? { add_capabilities: sc.capabilities.add ?? [], drop_capabilities: sc.capabilities.drop ?? [] } : null,
+        namespace_options: input.sandboxConfig.linux?.security_context?.namespace_options ?? null,
+        supplemental_groups: (podSc?.supplementalGroups ?? []).map(String),
+      },
+    },
+  };
+}
+
+/** securityContext.privileged takes effect only where the node allows privileged containers. */
+export function calculatePrivileged(allowPrivileged: boolean, privileged: boolean | undefined): boolean {
+  return allowPrivileged && privileged === true;
+}
+
+/**
+ * Starts one container: image, config, create, start, with the kubelet's events.
+ * Throws SyncError whose reason is the container's waiting reason (ErrImagePull, CreateContainerConfigError, ...).
+ */
+export async function startContainer(deps: RuntimeManagerDeps, input: StartContainerInput): Promise<void> {
+  const { pod, container } = input;
+  const ref = containerRef(pod, container.name);
+  const warn = (msg: string) => deps.recorder.event(ref, 'Warning', EventReasons.FailedToCreateContainer, `Error: ${msg}`);
+
+  let imageRef: string;
+  try {
+    imageRef = await deps.imageManager.ensureImageExists(pod, container, input.sandboxConfig);
+  } catch (err) {
+    if (err instanceof SyncError) {
+      warn(err.reason);
+      throw err;
+    }
+    throw err;
+  }
+
+  // The restart count lives on the previous instance; a new instance counts one more.
+  const previous = findContainerStatusByName(input.podStatus, container.name);
+  const restartCount = previous ? previous.restartCount + 1 : 0;
+
+  let config: ContainerConfig;
+  try {
+    config = await generateContainerConfig(deps, input, imageRef, restartCount);
+  } catch (err) {
+    const se = err instanceof SyncError ? err : new SyncError(Reasons.CreateContainerConfig, (err as Error).message, { cause: err });
+    warn(se.message);
+    throw se;
+  }
+
+  let containerID: string;
+  try {
+    containerID = await deps.runtime.createContainer(input.sandboxID, config, input.sandboxConfig);
+  } catch (err) {
+    warn((err as Error).message);
+    throw new SyncError(Reasons.CreateContainer, (err as Error).message, { cause: err });
+  }
+  deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, `Created container: ${container.name}`);
+
+  try {
+    await deps.runtime.startContainer(containerID);
+  } catch (err) {
+    warn((err as Error).message);
+    throw new SyncError(Reasons.RunContainer, (err as Error).message, { cause: err });
+  }
+  deps.recorder.event(ref, 'Normal', EventReasons.StartedContainer, `Started container ${container.name}`);
+}
+
+/** The grace period of a kill: override > deletionGracePeriodSeconds > terminationGracePeriodSeconds, at least 2 s unless overridden. */
+export function killGracePeriod(pod: V1Pod | undefined, annotated: { podDeletionGracePeriod?: number; podTerminationGracePeriod?: number }, override?: number): number {
+  let grace = MINIMUM_GRACE_PERIOD_SECONDS;
+  const deletion = pod?.metadata?.deletionGracePeriodSeconds ?? (pod ? undefined : annotated.podDeletionGracePeriod);
+  const termination = pod?.spec?.terminationGracePeriodSeconds ?? (pod ? undefined : annotated.podTerminationGracePeriod);
+  if (deletion != null) grace = deletion;
+  else if (termination != null) grace = termination;
+  if (grace < MINIMUM_GRACE_PERIOD_SECONDS) grace = MINIMUM_GRACE_PERIOD_SECONDS;
+  if (override != null) grace = override;
+  return grace;
+}
+
+/**
+ * Stops one container within its grace period, recording a Killing event. `pod` may be undefined
+ * for a container whose pod the agent no longer knows: then what it needs is read from the
+ * container's own labels and annotations.
+ */
+export async function killContainer(
+  deps: RuntimeManagerDeps,
+  pod: V1Pod | undefined,
+  containerID: string,
+  containerName: string,
+  message: string,
+  reason: ContainerKillReason,
+  gracePeriodOverride?: number,
+): Promise<void> {
+  let annotated: ReturnType<typeof getContainerInfoFromAnnotations> = { hash: '', restartCount: 0, terminationMessagePath: '', terminationMessagePolicy: '' };
+  let eventPod = pod;
+  if (!pod) {
+    try {
+      const st = (await deps.runtime.containerStatus(containerID)).status;
+      annotated = getContainerInfoFromAnnotations(st?.annotations);
+      const l = getContainerInfoFromLabels(st?.labels);
+      eventPod = { metadata: { name: l.podName, namespace: l.podNamespace, uid: l.podUID }, spec: { containers: [{ name: containerName }] } };
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+  }
+  const grace = killGracePeriod(pod, annotated, gracePeriodOverride);
+  const msg = message || `Stopping container ${containerName}`;
+  if (eventPod) deps.recorder.event(containerRef(eventPod, containerName), 'Normal', EventReasons.KillingContainer, msg);
+  deps.logger.info('killing container', { ...(eventPod ? podFields(eventPod) : {}), container: containerName, containerID, gracePeriod: grace, reason: reason || undefined });
+  try {
+    await deps.runtime.stopContainer(containerID, grace);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
+/** Removes a dead container and its log file. */
+export async function removeContainer(deps: RuntimeManagerDeps, containerID: string): Promise<void> {
+  try {
+    const st = (await deps.runtime.containerStatus(containerID)).status;
+    if (st?.log_path) await rm(st.log_path, { force: true });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  try {
+    await deps.runtime.removeContainer(containerID);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
+function initContainerNames(pod: V1Pod): Set<string> {
+  return new Set((pod.spec?.initContainers ?? []).map((c) => c.name));
+}
+
+/** Keeps only the latest dead instance of each init container before new starts (pruneInitContainersBeforeStart). */
+export async function pruneInitContainersBeforeStart(deps: RuntimeManagerDeps, pod: V1Pod, status: PodStatus): Promise<void> {
+  const names = initContainerNames(pod);
+  const seen = new Set<string>();
+  for (const s of status.containerStatuses) {
+    if (!names.has(s.name) || (s.state !== 'exited' && s.state !== 'unknown')) continue;
+    if (!seen.has(s.name)) {
+      seen.add(s.name);
+      continue;
+    }
+    await removeContainer(deps, s.id.id).catch((err) =>
+      deps.logger.warn('failed to prune init container', { ...podFields(pod), container: s.name, error: (err as Error).message }),
+    );
+  }
+}
+
+/** Removes every instance of the pod's init containers: with a new sandbox, initialisation starts over. */
+export async function purgeInitContainers(deps: RuntimeManagerDeps, pod: V1Pod, status: PodStatus): Promise<void> {
+  const names = initContainerNames(pod);
+  for (const s of status.containerStatuses) {
+    if (!names.has(s.name)) continue;
+    await removeContainer(deps, s.id.id).catch((err) =>
+      deps.logger.warn('failed to purge init container', { ...podFields(pod), container: s.name, error: (err as Error).message }),
+    );
+  }
+}

@@ -1,0 +1,51 @@
+// What the runtime manager is built from. Everything is injected, so tests can pass small fakes.
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { ImageService, RuntimeService } from '../cri/services.js';
+import type { ImageManager } from '../images/image-manager.js';
+import type { EventRecorder } from '../kube/object-ref.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Clock } from '../util/clock.js';
+import type { Backoff } from './backoff.js';
+import type { ProbeInputs } from './pod-actions.js';
+
+/** What the pod workers know of a pod's life cycle (the seed's podStateProvider). */
+export interface PodStateProvider {
+  isPodTerminationRequested(uid: string): boolean;
+  /** The pod is gone from the API and terminated: its dead containers and logs may go. */
+  shouldPodContentBeRemoved(uid: string): boolean;
+  /** Nothing of the pod needs to stay in the runtime (no worker for it, or terminated). */
+  shouldPodRuntimeBeRemoved(uid: string): boolean;
+}
+
+/** ConfigMaps and Secrets for env vars (configMapKeyRef, secretKeyRef, envFrom). */
+export interface ConfigSource {
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
+  getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
+}
+
+export interface RuntimeManagerDeps {
+  runtime: RuntimeService;
+  images: ImageService;
+  imageManager: ImageManager;
+  /** The runtime's name from CRI Version (e.g. "containerd"): the scheme of container IDs. */
+  runtimeName: string;
+  nodeName: string;
+  /** The node's IP, for status.hostIP and the downward API. */
+  nodeIP: string;
+  recorder: EventRecorder;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  podState: PodStateProvider;
+  probes: ProbeInputs;
+  configSource?: ConfigSource;
+  /** Root of container logs: <podLogRoot>/<ns>_<name>_<uid>/<container>/<restartCount>.log. */
+  podLogRoot: string;
+  cpuCFSQuota: boolean;
+  allowPrivileged: boolean;
+  /** Crash-loop backoff of containers (10 s doubling to 300 s). */
+  crashLoopBackoff: Backoff;
+  /** Node memory capacity in bytes, for the OOM score of Burstable pods. */
+  memoryCapacity: number;
+}

@@ -1,0 +1,156 @@
+// Container environment and command, as the kubelet builds them: env in order with $(VAR)
+// expansion, the downward API's field references, ConfigMap/Secret keys, and envFrom.
+import os from 'node:os';
+import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import { parseQuantity } from '../util/quantity.js';
+import type { ConfigSource } from './deps.js';
+import { Reasons, SyncError } from './errors.js';
+
+/** Replaces $(NAME) with its value where NAME is defined; $$ escapes a dollar; anything else stays. */
+export function expandVars(input: string, vars: Map<string, string>): string {
+  let out = '';
+  for (let i = 0; i < input.length; i++) {
+    const ch = input[i];
+    if (ch !== '$' || i + 1 >= input.length) {
+      out += ch;
+      continue;
+    }
+    const next = input[i + 1];
+    if (next === '$') {
+      out += '$';
+      i++;
+    } else if (next === '(') {
+      const close = input.indexOf(')', i + 2);
+      if (close < 0) {
+        out += input.slice(i);
+        break;
+      }
+      const name = input.slice(i + 2, close);
+      out += vars.has(name) ? vars.get(name) : input.slice(i, close + 1);
+      i = close;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+export interface EnvContext {
+  pod: V1Pod;
+  container: V1Container;
+  podIPs: string[];
+  hostIP: string;
+  nodeName: string;
+  memoryCapacity: number;
+  configSource?: ConfigSource;
+}
+
+const configError = (msg: string) => new SyncError(Reasons.CreateContainerConfig, msg);
+
+function fieldValue(path: string, ctx: EnvContext): string {
+  const meta = ctx.pod.metadata ?? {};
+  const sub = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
+  if (sub) return (sub[1] === 'labels' ? meta.labels : meta.annotations)?.[sub[2]!] ?? '';
+  switch (path) {
+    case 'metadata.name':
+      return meta.name ?? '';
+    case 'metadata.namespace':
+      return meta.namespace ?? '';
+    case 'metadata.uid':
+      return meta.uid ?? '';
+    case 'spec.nodeName':
+      return ctx.pod.spec?.nodeName ?? ctx.nodeName;
+    case 'spec.serviceAccountName':
+      return ctx.pod.spec?.serviceAccountName ?? '';
+    case 'status.hostIP':
+    case 'status.hostIPs':
+      return ctx.hostIP;
+    case 'status.podIP':
+      return ctx.podIPs[0] ?? '';
+    case 'status.podIPs':
+      return ctx.podIPs.join(',');
+    default:
+      throw configError(`unsupported fieldPath: ${path}`);
+  }
+}
+
+function resourceValue(resource: string, divisorText: string | undefined, ctx: EnvContext): string {
+  const [kind, name] = resource.split('.') as [string, string];
+  const res = ctx.container.resources;
+  const table = (kind === 'limits' ? res?.limits : res?.requests) as Record<string, string> | undefined;
+  let value: number;
+  if (table?.[name] !== undefined) value = parseQuantity(table[name]!);
+  else if (name === 'cpu') value = kind === 'limits' ? os.cpus().length : 0;
+  else if (name === 'memory') value = kind === 'limits' ? ctx.memoryCapacity : 0;
+  else throw configError(`unsupported container resource: ${resource}`);
+  const divisor = divisorText ? parseQuantity(divisorText) : 1;
+  return String(Math.ceil(value / divisor - 1e-9));
+}
+
+async function keyRef(kind: 'configmap' | 'secret', ns: string, name: string, key: string, optional: boolean, source: ConfigSource | undefined): Promise<string | undefined> {
+  if (!source) throw configError(`${kind} "${name}" cannot be read: nodelet runs without an API server`);
+  const obj = kind === 'configmap' ? await source.getConfigMap(ns, name) : await source.getSecret(ns, name);
+  if (!obj) {
+    if (optional) return undefined;
+    throw configError(`${kind} "${name}" not found`);
+  }
+  const data = kind === 'configmap' ? (obj as { data?: Record<string, string> }).data : undefined;
+  const raw = kind === 'secret' ? (obj as { data?: Record<string, string> }).data?.[key] : undefined;
+  const value = kind === 'configmap' ? data?.[key] : raw !== undefined ? Buffer.from(raw, 'base64').toString('utf8') : undefined;
+  if (value === undefined) {
+    if (optional) return undefined;
+    throw configError(`couldn't find key ${key} in ${kind === 'configmap' ? 'ConfigMap' : 'Secret'} ${ns}/${name}`);
+  }
+  return value;
+}
+
+const validEnvName = (name: string) => /^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(name);
+
+/** The container's environment, in the order the kubelet produces it. Throws CreateContainerConfigError. */
+export async function makeEnvironment(ctx: EnvContext): Promise<Array<{ key: string; value: string }>> {
+  const ns = ctx.pod.metadata?.namespace ?? '';
+  const vars = new Map<string, string>();
+  for (const from of ctx.container.envFrom ?? []) {
+    const prefix = from.prefix ?? '';
+    if (from.configMapRef?.name) {
+      const cm = await ctx.configSource?.getConfigMap(ns, from.configMapRef.name);
+      if (!cm) {
+        if (from.configMapRef.optional) continue;
+        throw configError(`configmap "${from.configMapRef.name}" not found`);
+      }
+      for (const [k, v] of Object.entries(cm.data ?? {})) if (validEnvName(prefix + k)) vars.set(prefix + k, v);
+    }
+    if (from.secretRef?.name) {
+      const s = await ctx.configSource?.getSecret(ns, from.secretRef.name);
+      if (!s) {
+        if (from.secretRef.optional) continue;
+        throw configError(`secret "${from.secretRef.name}" not found`);
+      }
+      for (const [k, v] of Object.entries(s.data ?? {})) if (validEnvName(prefix + k)) vars.set(prefix + k, Buffer.from(v, 'base64').toString('utf8'));
+    }
+  }
+  for (const e of ctx.container.env ?? []) {
+    const v = await envValue(e, ctx, ns, vars);
+    if (v !== undefined) vars.set(e.name, v);
+  }
+  return [...vars].map(([key, value]) => ({ key, value }));
+}
+
+async function envValue(e: V1EnvVar, ctx: EnvContext, ns: string, vars: Map<string, string>): Promise<string | undefined> {
+  if (!e.valueFrom) return expandVars(e.value ?? '', vars);
+  const f = e.valueFrom;
+  if (f.fieldRef) return fieldValue(f.fieldRef.fieldPath, ctx);
+  if (f.resourceFieldRef) return resourceValue(f.resourceFieldRef.resource, f.resourceFieldRef.divisor as string | undefined, ctx);
+  if (f.configMapKeyRef) return keyRef('configmap', ns, f.configMapKeyRef.name ?? '', f.configMapKeyRef.key, f.configMapKeyRef.optional === true, ctx.configSource);
+  if (f.secretKeyRef) return keyRef('secret', ns, f.secretKeyRef.name ?? '', f.secretKeyRef.key, f.secretKeyRef.optional === true, ctx.configSource);
+  return '';
+}
+
+/** command and args with $(VAR) expanded from the container's environment. */
+export function expandCommandAndArgs(container: V1Container, env: Array<{ key: string; value: string }>): { command: string[]; args: string[] } {
+  const vars = new Map(env.map((e) => [e.key, e.value]));
+  return {
+    command: (container.command ?? []).map((c) => expandVars(c, vars)),
+    args: (container.args ?? []).map((a) => expandVars(a, vars)),
+  };
+}

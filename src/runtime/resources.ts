@@ -1,0 +1,84 @@
+// CPU and memory requests/limits to CRI Linux resources, and the QoS class and OOM score that go with them.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { LinuxContainerResources } from '../cri/types.js';
+import { bytes, milliCPU, parseQuantity } from '../util/quantity.js';
+
+const MIN_SHARES = 2;
+const SHARES_PER_CPU = 1024;
+const MAX_SHARES = 262144;
+export const QUOTA_PERIOD_US = 100_000;
+const MIN_QUOTA_US = 1000;
+
+export function milliCPUToShares(milli: number): number {
+  if (milli === 0) return MIN_SHARES;
+  return Math.min(MAX_SHARES, Math.max(MIN_SHARES, Math.floor((milli * SHARES_PER_CPU) / 1000)));
+}
+
+export function milliCPUToQuota(milli: number, periodUs: number): number {
+  if (milli === 0) return 0;
+  return Math.max(MIN_QUOTA_US, Math.floor((milli * periodUs) / 1000));
+}
+
+function quantity(map: Record<string, string> | undefined, key: string): string | undefined {
+  return map?.[key];
+}
+
+export type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
+
+/** The pod's QoS class by the API's rules (requests and limits of cpu and memory over all containers). */
+export function podQOSClass(pod: V1Pod): QOSClass {
+  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  let anySet = false;
+  let guaranteed = true;
+  for (const c of all) {
+    const req = c.resources?.requests as Record<string, string> | undefined;
+    const lim = c.resources?.limits as Record<string, string> | undefined;
+    for (const r of ['cpu', 'memory']) {
+      const rq = quantity(req, r);
+      const lm = quantity(lim, r);
+      if (rq !== undefined || lm !== undefined) anySet = true;
+      // A request defaults to the limit when only the limit is set.
+      if (lm === undefined) guaranteed = false;
+      else if (rq !== undefined && parseQuantity(rq) !== parseQuantity(lm)) guaranteed = false;
+    }
+  }
+  if (!anySet) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
+/** The kubelet's OOM score adjustment by QoS class. */
+export function oomScoreAdj(pod: V1Pod, container: V1Container, memoryCapacity: number): number {
+  switch (podQOSClass(pod)) {
+    case 'Guaranteed':
+      return -997;
+    case 'BestEffort':
+      return 1000;
+    default: {
+      const req = quantity(container.resources?.requests as Record<string, string> | undefined, 'memory');
+      const memRequest = req ? bytes(req) : 0;
+      const adj = 1000 - Math.floor((1000 * memRequest) / Math.max(1, memoryCapacity));
+      return Math.min(999, Math.max(2, adj));
+    }
+  }
+}
+
+/** CRI Linux resources of a container: cpu shares from the request, CFS quota from the limit (if enabled), memory limit. */
+export function linuxContainerResources(pod: V1Pod, container: V1Container, opts: { cpuCFSQuota: boolean; memoryCapacity: number }): LinuxContainerResources {
+  const req = container.resources?.requests as Record<string, string> | undefined;
+  const lim = container.resources?.limits as Record<string, string> | undefined;
+  const cpuReq = quantity(req, 'cpu');
+  const cpuLim = quantity(lim, 'cpu');
+  const memLim = quantity(lim, 'memory');
+  // No request but a limit: the API defaults the request to the limit.
+  const sharesFrom = cpuReq !== undefined ? milliCPU(cpuReq) : cpuLim !== undefined ? milliCPU(cpuLim) : 0;
+  const res: LinuxContainerResources = {
+    cpu_shares: String(milliCPUToShares(sharesFrom)),
+    oom_score_adj: String(oomScoreAdj(pod, container, opts.memoryCapacity)),
+  };
+  if (memLim !== undefined) res.memory_limit_in_bytes = String(bytes(memLim));
+  if (opts.cpuCFSQuota && cpuLim !== undefined) {
+    res.cpu_period = String(QUOTA_PERIOD_US);
+    res.cpu_quota = String(milliCPUToQuota(milliCPU(cpuLim), QUOTA_PERIOD_US));
+  }
+  return res;
+}

@@ -1,0 +1,89 @@
+// Pod sandboxes: their CRI config, creation, listing by pod, and the pod IPs they hold.
+import type { V1Pod } from '@kubernetes/client-node';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/types.js';
+import type { RuntimeManagerDeps } from './deps.js';
+import { newPodAnnotations, newPodLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
+import { isHostNetworkPod, networkNamespaceForPod } from './pod-actions.js';
+
+/** <podLogRoot>/<namespace>_<name>_<uid>: the pod's log directory, as the kubelet lays it out. */
+export function podLogDirectory(root: string, namespace: string, name: string, uid: string): string {
+  return join(root, `${namespace}_${name}_${uid}`);
+}
+
+/** The hostname the pod's containers see: spec.hostname, else the pod name, cut to 63 characters. */
+function podHostname(pod: V1Pod): string {
+  const h = pod.spec?.hostname || pod.metadata?.name || '';
+  return h.slice(0, 63).replace(/[-.]+$/, '');
+}
+
+export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged'>, pod: V1Pod, attempt: number): PodSandboxConfig {
+  const meta = pod.metadata ?? {};
+  const spec = pod.spec!;
+  const hostNetwork = isHostNetworkPod(pod);
+  const portMappings = spec.containers.flatMap((c) =>
+    (c.ports ?? [])
+      .filter((p) => p.hostPort)
+      .map((p) => ({ protocol: (p.protocol ?? 'TCP').toUpperCase() as 'TCP' | 'UDP' | 'SCTP', container_port: p.containerPort, host_port: p.hostPort!, host_ip: p.hostIP ?? '' })),
+  );
+  const privileged =
+    deps.allowPrivileged && [...(spec.initContainers ?? []), ...spec.containers].some((c) => c.securityContext?.privileged === true);
+  const config: PodSandboxConfig = {
+    metadata: { name: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '', attempt },
+    log_directory: podLogDirectory(deps.podLogRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? ''),
+    labels: newPodLabels(pod, deps.nodeName),
+    annotations: newPodAnnotations(pod),
+    port_mappings: portMappings,
+    linux: {
+      security_context: {
+        namespace_options: {
+          network: networkNamespaceForPod(pod),
+          pid: spec.hostPID ? 'NODE' : spec.shareProcessNamespace ? 'POD' : 'CONTAINER',
+          ipc: spec.hostIPC ? 'NODE' : 'POD',
+        },
+        privileged,
+        run_as_user: spec.securityContext?.runAsUser != null ? { value: String(spec.securityContext.runAsUser) } : null,
+        supplemental_groups: (spec.securityContext?.supplementalGroups ?? []).map(String),
+      },
+      sysctls: Object.fromEntries((spec.securityContext?.sysctls ?? []).map((s) => [s.name, s.value])),
+    },
+  };
+  // runc cannot set a hostname without its own UTS namespace; the kubelet sends none for host-network pods.
+  if (!hostNetwork) config.hostname = podHostname(pod);
+  if (spec.dnsConfig || spec.dnsPolicy === 'None') {
+    config.dns_config = {
+      servers: spec.dnsConfig?.nameservers ?? [],
+      searches: spec.dnsConfig?.searches ?? [],
+      options: (spec.dnsConfig?.options ?? []).map((o) => (o.value ? `${o.name}:${o.value}` : o.name ?? '')),
+    };
+  }
+  return config;
+}
+
+/** Creates the pod's sandbox (and its log directory) and returns its ID. */
+export async function createPodSandbox(deps: RuntimeManagerDeps, pod: V1Pod, attempt: number): Promise<string> {
+  const config = generatePodSandboxConfig(deps, pod, attempt);
+  await mkdir(config.log_directory!, { recursive: true, mode: 0o755 });
+  return deps.runtime.runPodSandbox(config, pod.spec?.runtimeClassName ?? '');
+}
+
+/** The pod's sandboxes, newest first. */
+export async function getSandboxesByPodUID(deps: RuntimeManagerDeps, uid: string): Promise<PodSandbox[]> {
+  const sandboxes = await deps.runtime.listPodSandbox({ label_selector: { [PodUIDLabel]: uid, [NodeNameLabel]: deps.nodeName } });
+  return sandboxes.sort((a, b) => Number(BigInt(b.created_at) - BigInt(a.created_at)) || (b.metadata?.attempt ?? 0) - (a.metadata?.attempt ?? 0));
+}
+
+/** Every sandbox this agent owns; with `all` false, only ready ones. */
+export async function getPodSandboxes(deps: RuntimeManagerDeps, all: boolean): Promise<PodSandbox[]> {
+  const filter = all ? { label_selector: { [NodeNameLabel]: deps.nodeName } } : { label_selector: { [NodeNameLabel]: deps.nodeName }, state: { state: 'SANDBOX_READY' as const } };
+  return deps.runtime.listPodSandbox(filter);
+}
+
+/** The pod IPs of a sandbox, primary first (determinePodSandboxIPs). */
+export function determinePodSandboxIPs(status: PodSandboxStatus): string[] {
+  const ips: string[] = [];
+  if (status.network?.ip) ips.push(status.network.ip);
+  for (const extra of status.network?.additional_ips ?? []) if (extra.ip) ips.push(extra.ip);
+  return ips;
+}

@@ -1,0 +1,156 @@
+// SyncPod: executes the plan of computePodActions against the runtime, step by step as the seed:
+//   1. compute sandbox and container changes
+//   2. kill the pod if the sandbox changed (or nothing is left to keep)
+//   3. otherwise kill the containers that must not stay
+//   4. create a new sandbox if needed
+//   5. start the next init container
+//   6. start the app containers
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { containerRef, EventReasons, podRef } from '../kube/object-ref.js';
+import { podFields } from '../observability/logger.js';
+import { containerBackoffKey, formatGoDuration } from './backoff.js';
+import { killContainer, pruneInitContainersBeforeStart, purgeInitContainers, startContainer } from './container.js';
+import type { RuntimeManagerDeps } from './deps.js';
+import { Reasons, SyncError } from './errors.js';
+import { hashContainer } from './hash.js';
+import type { ContainerType } from './labels.js';
+import { killPodWithSyncResult } from './kill.js';
+import { computePodActions, isHostNetworkPod } from './pod-actions.js';
+import { createPodSandbox, determinePodSandboxIPs, generatePodSandboxConfig } from './sandbox.js';
+import { PodSyncResult, SyncResult } from './sync-result.js';
+import { runningPodFromStatus, type PodStatus } from './types.js';
+
+/** Whether the container is still backing off from its last exit; records BackOff when it is. */
+export function doBackOff(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Container, status: PodStatus): { inBackOff: boolean; message: string } {
+  const last = status.containerStatuses.find((c) => c.name === container.name && c.state === 'exited');
+  if (!last) return { inBackOff: false, message: '' };
+  const meta = pod.metadata ?? {};
+  const key = containerBackoffKey(meta.name ?? '', meta.namespace ?? '', meta.uid ?? '', container.name, hashContainer(container));
+  // Measured from the latest exit: a container that ran long enough starts afresh.
+  const exitedAt = last.finishedAt;
+  const backoff = deps.crashLoopBackoff;
+  if (backoff.isInBackOffSince(key, exitedAt)) {
+    deps.recorder.event(containerRef(pod, container.name), 'Warning', EventReasons.BackOffStartContainer, 'Back-off restarting failed container');
+    const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${meta.name}_${meta.namespace}(${meta.uid})`;
+    return { inBackOff: true, message };
+  }
+  backoff.next(key, exitedAt);
+  return { inBackOff: false, message: '' };
+}
+
+export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodStatus): Promise<PodSyncResult> {
+  const result = new PodSyncResult();
+  const fields = podFields(pod);
+
+  // Step 1
+  const actions = computePodActions(pod, status, deps.probes);
+  deps.logger.debug('computePodActions', {
+    ...fields,
+    killPod: actions.killPod,
+    createSandbox: actions.createSandbox,
+    attempt: actions.attempt,
+    nextInit: actions.nextInitContainerToStart?.name,
+    start: actions.containersToStart.map((i) => pod.spec!.containers[i]!.name),
+    kill: [...actions.containersToKill.values()].map((k) => k.name),
+  });
+  if (actions.createSandbox && actions.sandboxID !== '') {
+    deps.recorder.event(podRef(pod), 'Normal', EventReasons.SandboxChanged, 'Pod sandbox changed, it will be killed and re-created.');
+  }
+
+  // Step 2
+  if (actions.killPod) {
+    const kill = await killPodWithSyncResult(deps, pod, runningPodFromStatus(deps.runtimeName, status));
+    result.addAll(kill);
+    if (kill.error()) {
+      deps.logger.error('killPodWithSyncResult failed', { ...fields, error: kill.error()!.message });
+      return result;
+    }
+    if (actions.createSandbox) await purgeInitContainers(deps, pod, status);
+  } else {
+    // Step 3
+    for (const [containerID, info] of actions.containersToKill) {
+      const r = result.add(new SyncResult('KillContainer', info.name));
+      try {
+        await killContainer(deps, pod, containerID, info.name, info.message, info.reason);
+      } catch (err) {
+        r.fail(Reasons.KillContainer, (err as Error).message);
+        deps.logger.error('kill container failed', { ...fields, container: info.name, error: (err as Error).message });
+        return result;
+      }
+    }
+  }
+
+  // Dead init containers are removed eagerly rather than waiting for GC.
+  await pruneInitContainersBeforeStart(deps, pod, status);
+
+  let podIPs = status.ips;
+
+  // Step 4
+  let sandboxID = actions.sandboxID;
+  if (actions.createSandbox) {
+    deps.metrics.startedPods.inc();
+    const r = result.add(new SyncResult('CreatePodSandbox', `${pod.metadata?.namespace}/${pod.metadata?.name}`));
+    try {
+      sandboxID = await createPodSandbox(deps, pod, actions.attempt);
+    } catch (err) {
+      deps.metrics.startedPodsErrors.inc();
+      // A pod deleted while its sandbox was being created is not an error worth reporting.
+      if (deps.podState.isPodTerminationRequested(pod.metadata?.uid ?? '')) return result;
+      const message = (err as Error).message;
+      r.fail(Reasons.CreatePodSandbox, message);
+      deps.recorder.event(podRef(pod), 'Warning', EventReasons.FailedCreatePodSandBox, `Failed to create pod sandbox: ${message}`);
+      deps.logger.error('CreatePodSandbox failed', { ...fields, error: message });
+      return result;
+    }
+    try {
+      const sb = (await deps.runtime.podSandboxStatus(sandboxID)).status;
+      if (!sb) {
+        result.fail(new Error('pod sandbox status is nil'));
+        return result;
+      }
+      if (!isHostNetworkPod(pod)) podIPs = determinePodSandboxIPs(sb);
+    } catch (err) {
+      deps.recorder.event(podRef(pod), 'Warning', EventReasons.FailedStatusPodSandBox, `Unable to get pod sandbox status: ${(err as Error).message}`);
+      result.fail(err as Error);
+      return result;
+    }
+  }
+
+  const configResult = result.add(new SyncResult('ConfigPodSandbox', sandboxID));
+  let sandboxConfig;
+  try {
+    sandboxConfig = generatePodSandboxConfig(deps, pod, 0);
+  } catch (err) {
+    configResult.fail(Reasons.ConfigPodSandbox, `GeneratePodSandboxConfig for pod ${fields.pod} failed: ${(err as Error).message}`);
+    return result;
+  }
+
+  const start = async (container: V1Container, type: ContainerType): Promise<boolean> => {
+    const r = result.add(new SyncResult('StartContainer', container.name));
+    const bo = doBackOff(deps, pod, container, status);
+    if (bo.inBackOff) {
+      r.fail(Reasons.CrashLoopBackOff, bo.message);
+      return false;
+    }
+    try {
+      await startContainer(deps, { sandboxID, sandboxConfig, container, type, pod, podStatus: status, podIPs });
+      deps.metrics.startedContainers.inc({ container_type: type === 'init' ? 'init_container' : 'container' });
+      return true;
+    } catch (err) {
+      const reason = err instanceof SyncError ? err.reason : Reasons.RunContainer;
+      deps.metrics.startedContainersErrors.inc({ container_type: type === 'init' ? 'init_container' : 'container', code: reason });
+      r.fail(reason, (err as Error).message);
+      deps.logger.warn('container start failed', { ...fields, container: container.name, reason, error: (err as Error).message });
+      return false;
+    }
+  };
+
+  // Step 5
+  if (actions.nextInitContainerToStart) {
+    if (!(await start(actions.nextInitContainerToStart, 'init'))) return result;
+  }
+
+  // Step 6: app containers start one after another, in spec order, each independent of the others' failure.
+  for (const idx of actions.containersToStart) await start(pod.spec!.containers[idx]!, 'regular');
+  return result;
+}

@@ -65,8 +65,9 @@ export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy,
     const candidates = podGone ? sandboxes : sandboxes.slice(1);
     for (const sb of candidates) {
       if (sb.state === 'running') continue;
-      // A sandbox whose pod still has containers in the runtime waits for them to go first.
-      if (!podGone && (containersBySandboxPod.get(pod.uid) ?? 0) > 0 && sb === sandboxes[0]) continue;
+      // Removing a sandbox removes its containers, and with them the restart count they carry:
+      // a live pod's old sandboxes wait until its dead containers are collected.
+      if (!podGone && (containersBySandboxPod.get(pod.uid) ?? 0) > 0) continue;
       try {
         await deps.runtime.removePodSandbox(sb.id.id);
         report.sandboxesRemoved++;

@@ -1,0 +1,150 @@
+// The event recorder: core/v1 Events on pods, as the kubelet sends them. Repeats of an event are
+// aggregated into one object (count and lastTimestamp), a noisy object is rate limited, and
+// recording only queues: a sync never waits for the API server.
+import type { CoreV1Event, V1ObjectReference } from '@kubernetes/client-node';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Clock } from '../util/clock.js';
+import { apiErrorMessage, httpCode, type EventApi } from './client.js';
+import type { EventRecorder, EventType } from './object-ref.js';
+
+export interface EventRecorderOptions {
+  api: EventApi;
+  component: string;
+  host: string;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  /** Events queued before new ones are dropped. */
+  maxQueue?: number;
+  /** Token bucket per involved object (client-go's spam filter: 25, refilled one per 5 min). */
+  burst?: number;
+  refillEveryMs?: number;
+  /** How many distinct events are remembered for aggregation. */
+  cacheSize?: number;
+}
+
+interface Pending {
+  ref: V1ObjectReference;
+  type: EventType;
+  reason: string;
+  message: string;
+  at: number;
+}
+
+interface Known {
+  namespace: string;
+  name: string;
+  count: number;
+}
+
+export class ApiEventRecorder implements EventRecorder {
+  private readonly queue: Pending[] = [];
+  private readonly known = new Map<string, Known>();
+  private readonly buckets = new Map<string, { tokens: number; updated: number }>();
+  private draining = false;
+  private idleWaiters: Array<() => void> = [];
+  private readonly maxQueue: number;
+  private readonly burst: number;
+  private readonly refillEveryMs: number;
+  private readonly cacheSize: number;
+
+  constructor(private readonly opts: EventRecorderOptions) {
+    this.maxQueue = opts.maxQueue ?? 1000;
+    this.burst = opts.burst ?? 25;
+    this.refillEveryMs = opts.refillEveryMs ?? 300_000;
+    this.cacheSize = opts.cacheSize ?? 4096;
+  }
+
+  event(ref: V1ObjectReference, type: EventType, reason: string, message: string): void {
+    if (this.queue.length >= this.maxQueue) {
+      this.opts.metrics?.eventsDropped.inc({ why: 'queue_full' });
+      return;
+    }
+    this.queue.push({ ref, type, reason, message, at: this.opts.clock.now() });
+    if (!this.draining) void this.drain();
+  }
+
+  /** Resolves once every queued event has been sent (for tests and shutdown). */
+  flush(): Promise<void> {
+    if (!this.draining && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private allow(objectKey: string, now: number): boolean {
+    const b = this.buckets.get(objectKey) ?? { tokens: this.burst, updated: now };
+    const refill = Math.floor((now - b.updated) / this.refillEveryMs);
+    if (refill > 0) {
+      b.tokens = Math.min(this.burst, b.tokens + refill);
+      b.updated += refill * this.refillEveryMs;
+    }
+    if (b.tokens <= 0) {
+      this.buckets.set(objectKey, b);
+      return false;
+    }
+    b.tokens--;
+    this.buckets.set(objectKey, b);
+    return true;
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) {
+        const e = this.queue.shift()!;
+        try {
+          await this.send(e);
+        } catch (err) {
+          this.opts.metrics?.eventsDropped.inc({ why: 'api_error' });
+          this.opts.logger.warn('event not recorded', { reason: e.reason, object: `${e.ref.namespace}/${e.ref.name}`, error: apiErrorMessage(err) });
+        }
+      }
+    } finally {
+      this.draining = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      waiters.forEach((w) => w());
+    }
+  }
+
+  private async send(e: Pending): Promise<void> {
+    const ns = e.ref.namespace || 'default';
+    const key = [e.ref.uid, e.ref.fieldPath ?? '', e.type, e.reason, e.message].join('\u0000');
+    const at = new Date(e.at);
+    const known = this.known.get(key);
+    if (known) {
+      // The same event again: one object, its count and lastTimestamp moved on.
+      known.count++;
+      this.known.delete(key);
+      this.known.set(key, known);
+      try {
+        await this.opts.api.patchEvent(known.namespace, known.name, { count: known.count, lastTimestamp: at.toISOString() });
+        return;
+      } catch (err) {
+        if (httpCode(err) !== 404) throw err;
+        this.known.delete(key); // the event expired on the server: create it anew
+      }
+    }
+    if (!this.allow(e.ref.uid ?? `${ns}/${e.ref.name}`, e.at)) {
+      this.opts.metrics?.eventsDropped.inc({ why: 'rate_limited' });
+      return;
+    }
+    const name = `${e.ref.name}.${(BigInt(e.at) * 1_000_000n + BigInt(this.known.size % 1_000_000)).toString(16)}`;
+    const event: CoreV1Event = {
+      metadata: { name, namespace: ns },
+      involvedObject: e.ref,
+      reason: e.reason,
+      message: e.message,
+      type: e.type,
+      count: 1,
+      firstTimestamp: at,
+      lastTimestamp: at,
+      source: { component: this.opts.component, host: this.opts.host },
+      reportingComponent: this.opts.component,
+      reportingInstance: this.opts.host,
+    };
+    const created = await this.opts.api.createEvent(ns, event);
+    this.known.set(key, { namespace: ns, name: created.metadata?.name ?? name, count: 1 });
+    if (this.known.size > this.cacheSize) this.known.delete(this.known.keys().next().value!);
+  }
+}

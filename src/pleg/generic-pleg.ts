@@ -1,0 +1,115 @@
+// PLEG: relists the runtime every period and turns differences into pod lifecycle events
+// (container started/died/removed, sandbox changed), waking that pod's worker.
+import type { RuntimeService } from '../cri/services.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { NodeNameLabel, PodUIDLabel } from '../runtime/labels.js';
+import type { Clock, Timer } from '../util/clock.js';
+
+export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged' | 'SandboxChanged';
+
+export interface PodLifecycleEvent {
+  uid: string;
+  type: PodLifecycleEventType;
+  /** Container or sandbox ID. */
+  id: string;
+}
+
+type Snapshot = Map<string, Map<string, string>>; // pod uid -> (object id -> state)
+
+export interface PlegOptions {
+  runtime: RuntimeService;
+  nodeName: string;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  relistPeriodMs?: number;
+  onEvent: (e: PodLifecycleEvent) => void;
+}
+
+function containerEvent(before: string | undefined, after: string | undefined): PodLifecycleEventType | undefined {
+  if (before === after) return undefined;
+  if (after === 'CONTAINER_RUNNING') return 'ContainerStarted';
+  if (after === 'CONTAINER_EXITED') return 'ContainerDied';
+  if (after === undefined) return before === 'CONTAINER_EXITED' ? 'ContainerRemoved' : 'ContainerDied';
+  return 'ContainerChanged';
+}
+
+/** The events between two relists (pure, for tests). */
+export function diffSnapshots(before: Snapshot, after: Snapshot): PodLifecycleEvent[] {
+  const events: PodLifecycleEvent[] = [];
+  for (const uid of new Set([...before.keys(), ...after.keys()])) {
+    const b = before.get(uid) ?? new Map<string, string>();
+    const a = after.get(uid) ?? new Map<string, string>();
+    for (const id of new Set([...b.keys(), ...a.keys()])) {
+      const bs = b.get(id);
+      const as = a.get(id);
+      if (bs === as) continue;
+      if ((bs ?? as)!.startsWith('SANDBOX_')) events.push({ uid, type: 'SandboxChanged', id });
+      else {
+        const type = containerEvent(bs, as);
+        if (type) events.push({ uid, type, id });
+      }
+    }
+  }
+  return events;
+}
+
+export class GenericPLEG {
+  private last: Snapshot = new Map();
+  private timer?: Timer;
+  private running = false;
+  private lastRelistAt = 0;
+  private relisting?: Promise<void>;
+
+  constructor(private readonly opts: PlegOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.timer?.cancel();
+    await this.relisting;
+  }
+
+  /** Healthy while relists keep happening (the kubelet's PLEG health check). */
+  healthy(thresholdMs = 3 * 60_000): boolean {
+    return this.lastRelistAt > 0 && this.opts.clock.now() - this.lastRelistAt < thresholdMs;
+  }
+
+  private schedule(ms: number): void {
+    if (!this.running) return;
+    this.timer = this.opts.clock.setTimer(ms, () => {
+      this.relisting = this.relist().finally(() => this.schedule(this.opts.relistPeriodMs ?? 1000));
+    });
+  }
+
+  async relist(): Promise<void> {
+    const started = this.opts.clock.now();
+    const t0 = process.hrtime.bigint();
+    try {
+      const selector = { label_selector: { [NodeNameLabel]: this.opts.nodeName } };
+      const [sandboxes, containers] = await Promise.all([this.opts.runtime.listPodSandbox(selector), this.opts.runtime.listContainers(selector)]);
+      const next: Snapshot = new Map();
+      const put = (uid: string, id: string, state: string) => {
+        let m = next.get(uid);
+        if (!m) next.set(uid, (m = new Map()));
+        m.set(id, state);
+      };
+      for (const s of sandboxes) put(s.metadata?.uid ?? s.labels[PodUIDLabel] ?? '', s.id, s.state);
+      for (const c of containers) put(c.labels[PodUIDLabel] ?? '', c.id, c.state);
+      const events = diffSnapshots(this.last, next);
+      this.last = next;
+      this.lastRelistAt = started;
+      for (const e of events) this.opts.onEvent(e);
+    } catch (err) {
+      this.opts.logger.warn('PLEG relist failed', { error: (err as Error).message });
+    } finally {
+      this.opts.metrics?.plegRelistDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    }
+  }
+}

@@ -1,0 +1,223 @@
+// Pod workers: one serialized worker per pod UID, driving each pod through the kubelet's life cycle.
+//
+//   update ──▶ syncing ──(deletionTimestamp, pod removed, or terminal phase)──▶ terminating
+//                 ▲  │                                                             │ containers stopped
+//                 └──┘ requeue: success → jittered resync; error → backoff;         ▼
+//                      PLEG event → now                                        terminated ─▶ forgotten
+//
+// Updates that arrive while a sync runs coalesce: the newest pod wins and one follow-up sync runs.
+// A bounded number of syncs run at once.
+import type { V1Pod } from '@kubernetes/client-node';
+import { Semaphore } from 'async-mutex';
+import type { Logger } from '../observability/logger.js';
+import { podFields } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Clock, Timer } from '../util/clock.js';
+
+export type PodPhaseOfWork = 'syncing' | 'terminating' | 'terminated';
+export type UpdateType = 'create' | 'update' | 'sync' | 'delete' | 'pleg';
+
+export interface SyncOutcome {
+  /** The pod reached Succeeded or Failed: stop it (it is not deleted from the API). */
+  terminal?: boolean;
+  /** Ask for the next sync sooner than the resync period (a back-off that ends). */
+  requeueAfterMs?: number;
+}
+
+/** What the workers call; the agent implements it over the runtime manager and status manager. */
+export interface PodSyncer {
+  syncPod(pod: V1Pod, type: UpdateType): Promise<SyncOutcome>;
+  /** Stops every container and sandbox of the pod; throws if something still runs. */
+  syncTerminatingPod(pod: V1Pod): Promise<void>;
+  /** The pod's runtime is clean: final status, and delete the API object if it is being deleted. */
+  syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void>;
+}
+
+export interface PodWorkersOptions {
+  syncer: PodSyncer;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  resyncIntervalMs?: number;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+  maxConcurrentSyncs?: number;
+  /** Random source for jitter (tests pass a fixed one). */
+  random?: () => number;
+}
+
+interface PodWork {
+  uid: string;
+  pod: V1Pod;
+  phase: PodPhaseOfWork;
+  removedFromApi: boolean;
+  pending: UpdateType | undefined;
+  running: boolean;
+  timer?: Timer;
+  failures: number;
+  terminatingAt?: number;
+  terminatedAt?: number;
+  done?: Promise<void>;
+}
+
+export class PodWorkers {
+  private readonly work = new Map<string, PodWork>();
+  private readonly semaphore: Semaphore;
+  private stopped = false;
+  private readonly resyncMs: number;
+  private readonly random: () => number;
+
+  constructor(private readonly opts: PodWorkersOptions) {
+    this.semaphore = new Semaphore(opts.maxConcurrentSyncs ?? 16);
+    this.resyncMs = opts.resyncIntervalMs ?? 60_000;
+    this.random = opts.random ?? Math.random;
+  }
+
+  /** A new or changed pod from a source. */
+  updatePod(pod: V1Pod, type: UpdateType): void {
+    if (this.stopped) return;
+    const uid = pod.metadata?.uid ?? '';
+    let w = this.work.get(uid);
+    if (!w) {
+      if (type === 'delete') return;
+      w = { uid, pod, phase: 'syncing', removedFromApi: false, pending: undefined, running: false, failures: 0 };
+      this.work.set(uid, w);
+    }
+    if (type !== 'pleg') w.pod = pod;
+    if (type === 'delete') w.removedFromApi = true;
+    if (w.phase === 'terminated') {
+      // A finished pod only needs work again when it is being deleted from the API.
+      if (type === 'delete' && !w.running) {
+        this.forget(w);
+        return;
+      }
+      if (!pod.metadata?.deletionTimestamp) return;
+    }
+    if ((pod.metadata?.deletionTimestamp || type === 'delete') && w.phase === 'syncing') this.startTerminating(w);
+    this.enqueue(w, type);
+  }
+
+  /** A runtime event (PLEG) for a pod: sync it now if it has a worker. */
+  wake(uid: string): void {
+    const w = this.work.get(uid);
+    if (w) this.enqueue(w, 'pleg');
+  }
+
+  isPodTerminationRequested(uid: string): boolean {
+    const w = this.work.get(uid);
+    return w !== undefined && w.phase !== 'syncing';
+  }
+
+  /** True for pods the workers no longer have, or have finished with. */
+  isPodTerminated(uid: string): boolean {
+    const w = this.work.get(uid);
+    return w === undefined || w.phase === 'terminated';
+  }
+
+  /** Known and still wanted (for the housekeeping that kills pods nobody asked for). */
+  isKnown(uid: string): boolean {
+    return this.work.has(uid);
+  }
+
+  phaseOf(uid: string): PodPhaseOfWork | undefined {
+    return this.work.get(uid)?.phase;
+  }
+
+  size(): number {
+    return this.work.size;
+  }
+
+  /** Stops accepting work and waits for running syncs to finish. Pods are left as they run. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const w of this.work.values()) w.timer?.cancel();
+    await Promise.all([...this.work.values()].map((w) => w.done?.catch(() => undefined)));
+  }
+
+  private startTerminating(w: PodWork): void {
+    w.phase = 'terminating';
+    w.terminatingAt = this.opts.clock.now();
+    w.failures = 0;
+  }
+
+  private enqueue(w: PodWork, type: UpdateType): void {
+    // A create or update outranks a periodic sync in the label of the work that follows.
+    if (!w.pending || w.pending === 'sync' || w.pending === 'pleg') w.pending = type;
+    w.timer?.cancel();
+    w.timer = undefined;
+    if (!w.running) w.done = this.runWorker(w);
+  }
+
+  private requeueAfter(w: PodWork, ms: number): void {
+    if (this.stopped) return;
+    w.timer?.cancel();
+    w.timer = this.opts.clock.setTimer(ms, () => {
+      w.timer = undefined;
+      this.enqueue(w, 'sync');
+    });
+  }
+
+  private jitter(ms: number, factor = 0.5): number {
+    return ms + this.random() * ms * factor;
+  }
+
+  private async runWorker(w: PodWork): Promise<void> {
+    w.running = true;
+    try {
+      while (w.pending && !this.stopped) {
+        const type = w.pending;
+        w.pending = undefined;
+        const release = await this.semaphore.acquire();
+        const started = this.opts.clock.now();
+        let requeueMs: number | undefined;
+        let ok = false;
+        try {
+          requeueMs = await this.step(w, type);
+          w.failures = 0;
+          ok = true;
+        } catch (err) {
+          w.failures++;
+          const base = Math.min(this.opts.backoffMaxMs ?? 300_000, (this.opts.backoffInitialMs ?? 1000) * 2 ** (w.failures - 1));
+          requeueMs = this.jitter(base, 0.2);
+          this.opts.logger.warn('pod sync failed, will retry', { ...podFields(w.pod), phase: w.phase, error: (err as Error).message, retryInMs: Math.round(requeueMs) });
+        } finally {
+          release[1]();
+          this.opts.metrics?.podWorkerDuration.observe({ operation: w.phase === 'syncing' ? type : 'terminate' }, (this.opts.clock.now() - started) / 1000);
+        }
+        if (ok && w.phase === 'terminated' && (w.removedFromApi || w.pod.metadata?.deletionTimestamp)) {
+          this.forget(w);
+          return;
+        }
+        if (!w.pending && requeueMs !== undefined) this.requeueAfter(w, requeueMs);
+      }
+    } finally {
+      w.running = false;
+    }
+  }
+
+  /** One unit of work; returns when to run again (undefined: only on the next update). */
+  private async step(w: PodWork, type: UpdateType): Promise<number | undefined> {
+    if (w.phase === 'syncing') {
+      const outcome = await this.opts.syncer.syncPod(w.pod, type);
+      if (!outcome.terminal) {
+        const resync = this.jitter(this.resyncMs);
+        return outcome.requeueAfterMs !== undefined ? Math.min(outcome.requeueAfterMs, resync) : resync;
+      }
+      this.startTerminating(w);
+    }
+    if (w.phase === 'terminating') {
+      await this.opts.syncer.syncTerminatingPod(w.pod);
+      w.phase = 'terminated';
+      w.terminatedAt = this.opts.clock.now();
+    }
+    // Terminated: runtime clean. A terminal pod that stays in the API keeps its (idle) worker so that
+    // resyncs do not start it again; a deleted one is removed from the API and forgotten.
+    await this.opts.syncer.syncTerminatedPod(w.pod, w.removedFromApi);
+    return undefined;
+  }
+
+  private forget(w: PodWork): void {
+    w.timer?.cancel();
+    this.work.delete(w.uid);
+  }
+}

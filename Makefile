@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 NODE_BIN := node_modules/.bin
 
-.PHONY: help setup build proto cluster-up cluster-down test test-unit test-integration clean
+.PHONY: help setup build proto cluster-up cluster-down agent-up agent-down test test-unit test-integration clean
 
 help:
 	@echo "make setup         install Debian/npm packages and build the Go test binaries (cached in ~/.cache/nodelet)"
@@ -13,6 +13,7 @@ help:
 	@echo "make test-unit     unit tests only (no services)"
 	@echo "make cluster-up    start etcd, kube-apiserver and containerd under .cluster/ (idempotent)"
 	@echo "make cluster-down  stop what cluster-up started"
+	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
 	@echo "make proto         refresh proto/api.proto from k8s.io/cri-api and regenerate its TypeScript types"
 
 setup:
@@ -33,6 +34,13 @@ cluster-up:
 
 cluster-down:
 	hack/cluster-down.sh
+
+# Runs nodelet in the background as node NODE (default nodelet-0) against .cluster/.
+agent-up: build
+	NODE=$(or $(NODE),nodelet-0) hack/agent-up.sh
+
+agent-down:
+	NODE=$(or $(NODE),nodelet-0) hack/agent-down.sh
 
 test-unit: build
 	node --test --test-reporter=spec dist/test/unit

@@ -56,12 +56,12 @@ export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy,
     }
   }
 
-  // Sandboxes: a pod that is gone loses every stopped sandbox; a live pod keeps its newest.
+  // Sandboxes: a pod that is gone loses every stopped sandbox; a pod still known keeps its newest.
   const remaining = await getPods(deps, true);
   const containersBySandboxPod = new Map(remaining.map((p) => [p.uid, p.containers.length]));
   for (const pod of remaining) {
     const sandboxes = [...pod.sandboxes].sort((a, b) => b.createdAt - a.createdAt);
-    const podGone = allSourcesReady && deps.podState.shouldPodRuntimeBeRemoved(pod.uid);
+    const podGone = gone(pod.uid);
     const candidates = podGone ? sandboxes : sandboxes.slice(1);
     for (const sb of candidates) {
       if (sb.state === 'running') continue;
@@ -88,7 +88,7 @@ export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy,
     }
     for (const dir of entries) {
       const uid = dir.split('_').pop() ?? '';
-      if (!uid || inRuntime.has(uid) || !deps.podState.shouldPodRuntimeBeRemoved(uid)) continue;
+      if (!uid || inRuntime.has(uid) || !deps.podState.shouldPodContentBeRemoved(uid)) continue;
       await rm(join(deps.podLogRoot, dir), { recursive: true, force: true });
       report.logDirsRemoved++;
     }

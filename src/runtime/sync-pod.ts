@@ -21,9 +21,9 @@ import { PodSyncResult, SyncResult } from './sync-result.js';
 import { runningPodFromStatus, type PodStatus } from './types.js';
 
 /** Whether the container is still backing off from its last exit; records BackOff when it is. */
-export function doBackOff(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Container, status: PodStatus): { inBackOff: boolean; message: string } {
+export function doBackOff(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Container, status: PodStatus): { inBackOff: boolean; message: string; remainingMs: number } {
   const last = status.containerStatuses.find((c) => c.name === container.name && c.state === 'exited');
-  if (!last) return { inBackOff: false, message: '' };
+  if (!last) return { inBackOff: false, message: '', remainingMs: 0 };
   const meta = pod.metadata ?? {};
   const key = containerBackoffKey(meta.name ?? '', meta.namespace ?? '', meta.uid ?? '', container.name, hashContainer(container));
   // Measured from the latest exit: a container that ran long enough starts afresh.
@@ -32,10 +32,10 @@ export function doBackOff(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Con
   if (backoff.isInBackOffSince(key, exitedAt)) {
     deps.recorder.event(containerRef(pod, container.name), 'Warning', EventReasons.BackOffStartContainer, 'Back-off restarting failed container');
     const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${meta.name}_${meta.namespace}(${meta.uid})`;
-    return { inBackOff: true, message };
+    return { inBackOff: true, message, remainingMs: backoff.remaining(key, exitedAt) };
   }
   backoff.next(key, exitedAt);
-  return { inBackOff: false, message: '' };
+  return { inBackOff: false, message: '', remainingMs: 0 };
 }
 
 export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodStatus): Promise<PodSyncResult> {
@@ -130,6 +130,7 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     const bo = doBackOff(deps, pod, container, status);
     if (bo.inBackOff) {
       r.fail(Reasons.CrashLoopBackOff, bo.message);
+      r.retryAfterMs = bo.remainingMs;
       return false;
     }
     try {

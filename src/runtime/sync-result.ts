@@ -12,6 +12,8 @@ export type SyncAction =
 export class SyncResult {
   reason?: Reason | string;
   message = '';
+  /** For a back-off: when a retry can succeed. */
+  retryAfterMs?: number;
 
   constructor(readonly action: SyncAction, readonly target: string) {}
 

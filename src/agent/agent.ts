@@ -1,0 +1,289 @@
+// The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
+// through the status manager and the event recorder. This file only wires and schedules.
+import os from 'node:os';
+import type { V1Pod } from '@kubernetes/client-node';
+import { CriClient, checkRuntimeVersion } from '../cri/client.js';
+import { ImageManager } from '../images/image-manager.js';
+import { ApiEventRecorder } from '../kube/events.js';
+import { apiErrorMessage, httpCode, KubeClient } from '../kube/client.js';
+import { clientNodeWatch, PodReflector } from '../kube/reflector.js';
+import { podFields, type Logger } from '../observability/logger.js';
+import { Metrics } from '../observability/metrics.js';
+import { GenericPLEG } from '../pleg/generic-pleg.js';
+import { PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
+import { Backoff, CRASH_LOOP_INITIAL_MS, CRASH_LOOP_MAX_MS } from '../runtime/backoff.js';
+import type { RuntimeManagerDeps } from '../runtime/deps.js';
+import { isBackOffReason } from '../runtime/errors.js';
+import { defaultGCPolicy, garbageCollect } from '../runtime/gc.js';
+import { killPodWithSyncResult } from '../runtime/kill.js';
+import { noProbeResults } from '../runtime/pod-actions.js';
+import { getPodStatus, getPods } from '../runtime/pod-status.js';
+import { syncPod } from '../runtime/sync-pod.js';
+import type { PodSyncResult } from '../runtime/sync-result.js';
+import { runningPodFromStatus } from '../runtime/types.js';
+import { AgentServer } from '../server/http.js';
+import { generateAPIPodStatus } from '../status/generate.js';
+import { StatusManager } from '../status/status-manager.js';
+import { realClock, type Clock, type Timer } from '../util/clock.js';
+
+export interface AgentOptions {
+  nodeName: string;
+  kubeconfig?: string;
+  runtimeEndpoint: string;
+  podLogRoot: string;
+  nodeIP?: string;
+  serveAddress: string;
+  servePort: number;
+  resyncIntervalMs: number;
+  informerResyncMs: number;
+  plegRelistMs: number;
+  maxConcurrentSyncs: number;
+  cpuCFSQuota: boolean;
+  allowPrivileged: boolean;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/** The node's first non-internal IPv4 address, else loopback. */
+export function defaultNodeIP(): string {
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+export class Agent implements PodSyncer {
+  readonly metrics = new Metrics({ processMetrics: true });
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly cri: CriClient;
+  private readonly kube: KubeClient;
+  private readonly recorder: ApiEventRecorder;
+  private readonly statusManager: StatusManager;
+  readonly workers: PodWorkers;
+  private readonly reflector: PodReflector;
+  private readonly pleg: GenericPLEG;
+  private readonly server: AgentServer;
+  private deps!: RuntimeManagerDeps;
+  private readonly lastSync = new Map<string, PodSyncResult>();
+  private readonly firstSeen = new Map<string, number>();
+  private readonly loops: Array<{ timer?: Timer }> = [];
+  private stopping = false;
+  private housekeepingRunning = false;
+  private sourcesReady = false;
+  port = 0;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.clock = opts.clock ?? realClock;
+    this.logger = opts.logger;
+    this.cri = new CriClient(opts.runtimeEndpoint, { observer: this.metrics.criObserver() });
+    this.kube = opts.kubeconfig ? KubeClient.fromFile(opts.kubeconfig) : KubeClient.inCluster();
+    this.recorder = new ApiEventRecorder({ api: this.kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics });
+    this.statusManager = new StatusManager(this.kube, this.clock, this.logger);
+    this.workers = new PodWorkers({
+      syncer: this,
+      clock: this.clock,
+      logger: this.logger,
+      metrics: this.metrics,
+      resyncIntervalMs: opts.resyncIntervalMs,
+      maxConcurrentSyncs: opts.maxConcurrentSyncs,
+    });
+    const onPod = (type: UpdateType) => (pod: V1Pod) => this.workers.updatePod(pod, type);
+    this.reflector = new PodReflector({
+      api: this.kube,
+      stream: clientNodeWatch(this.kube.config),
+      nodeName: opts.nodeName,
+      clock: this.clock,
+      logger: this.logger,
+      resyncPeriodMs: opts.informerResyncMs,
+      handler: {
+        onAdd: (pod) => {
+          if (!this.firstSeen.has(pod.metadata?.uid ?? '')) this.firstSeen.set(pod.metadata?.uid ?? '', this.clock.now());
+          onPod('create')(pod);
+        },
+        onUpdate: onPod('update'),
+        onDelete: onPod('delete'),
+        onResync: onPod('sync'),
+        onSynced: () => {
+          this.sourcesReady = true;
+        },
+      },
+    });
+    this.pleg = new GenericPLEG({
+      runtime: this.cri,
+      nodeName: opts.nodeName,
+      clock: this.clock,
+      logger: this.logger,
+      metrics: this.metrics,
+      relistPeriodMs: opts.plegRelistMs,
+      onEvent: (e) => this.workers.wake(e.uid),
+    });
+    this.server = new AgentServer({
+      metrics: this.metrics,
+      healthy: () => this.health(),
+      pods: () => this.reflector.list(),
+    });
+  }
+
+  /** Checks the runtime's version (refusing any but CRI 0.1.0), then starts every loop. */
+  async start(): Promise<void> {
+    const version = await checkRuntimeVersion(this.cri);
+    this.logger.info('container runtime initialized', { runtime: version.runtime_name, version: version.runtime_version, apiVersion: version.runtime_api_version });
+    const workers = this.workers;
+    this.deps = {
+      runtime: this.cri,
+      images: this.cri,
+      imageManager: new ImageManager({ images: this.cri, recorder: this.recorder, clock: this.clock }),
+      runtimeName: version.runtime_name,
+      nodeName: this.opts.nodeName,
+      nodeIP: this.opts.nodeIP ?? defaultNodeIP(),
+      recorder: this.recorder,
+      clock: this.clock,
+      logger: this.logger,
+      metrics: this.metrics,
+      podState: {
+        isPodTerminationRequested: (uid) => workers.isPodTerminationRequested(uid),
+        shouldPodContentBeRemoved: (uid) => !workers.isKnown(uid),
+        shouldPodRuntimeBeRemoved: (uid) => workers.isPodTerminated(uid),
+      },
+      probes: { liveness: noProbeResults, startup: noProbeResults },
+      configSource: this.kube,
+      podLogRoot: this.opts.podLogRoot,
+      cpuCFSQuota: this.opts.cpuCFSQuota,
+      allowPrivileged: this.opts.allowPrivileged,
+      crashLoopBackoff: new Backoff(this.clock, CRASH_LOOP_INITIAL_MS, CRASH_LOOP_MAX_MS),
+      memoryCapacity: os.totalmem(),
+    };
+    this.port = await this.server.listen(this.opts.serveAddress, this.opts.servePort);
+    this.pleg.start();
+    this.reflector.start();
+    this.every(2000, () => this.housekeeping());
+    this.every(60_000, () => this.collectGarbage());
+    this.logger.info('nodelet started', { node: this.opts.nodeName, port: this.port });
+  }
+
+  /** Stops sources and workers; running pods are left running (a restarted agent adopts them). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const l of this.loops) l.timer?.cancel();
+    await this.reflector.stop();
+    await this.pleg.stop();
+    await this.workers.stop();
+    await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
+    await this.server.close();
+    this.cri.close();
+  }
+
+  private every(ms: number, fn: () => Promise<void>): void {
+    const loop: { timer?: Timer } = {};
+    this.loops.push(loop);
+    const tick = () => {
+      if (this.stopping) return;
+      loop.timer = this.clock.setTimer(ms, () => void fn().finally(tick));
+    };
+    tick();
+  }
+
+  private health(): { ok: boolean; detail: string } {
+    if (!this.reflector.hasSynced) return { ok: false, detail: 'pods not listed from the API server yet' };
+    return { ok: true, detail: 'ok' };
+  }
+
+  // PodSyncer
+
+  async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {
+    const uid = pod.metadata?.uid ?? '';
+    const { name = '', namespace = '' } = pod.metadata ?? {};
+    const before = await getPodStatus(this.deps, uid, name, namespace);
+    const pre = generateAPIPodStatus({ pod, runtime: before, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now() });
+    if (pre.phase === 'Succeeded' || pre.phase === 'Failed') {
+      this.statusManager.setPodStatus(pod, pre);
+      return { terminal: true };
+    }
+    const result = await syncPod(this.deps, pod, before);
+    this.lastSync.set(uid, result);
+    const after = await getPodStatus(this.deps, uid, name, namespace);
+    const status = generateAPIPodStatus({ pod, runtime: after, lastSync: result, nodeIP: this.deps.nodeIP, now: this.clock.now() });
+    this.statusManager.setPodStatus(pod, status);
+    this.observeStart(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
+    if (status.phase === 'Succeeded' || status.phase === 'Failed') return { terminal: true };
+
+    const failed = result.results.filter((r) => r.failed);
+    if (result.syncError || failed.some((r) => !isBackOffReason(String(r.reason)))) throw result.error();
+    // Only back-offs: come back when the first of them ends (PLEG wakes us sooner on any change).
+    const waits = failed.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
+    return waits.length ? { requeueAfterMs: Math.min(...waits) + 50 } : {};
+  }
+
+  async syncTerminatingPod(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const { name = '', namespace = '' } = pod.metadata ?? {};
+    const status = await getPodStatus(this.deps, uid, name, namespace);
+    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status));
+    const err = kill.error();
+    if (err) throw err;
+    const after = await getPodStatus(this.deps, uid, name, namespace);
+    const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
+    if (stillRunning.length) throw new Error(`containers still running after kill: ${stillRunning.join(', ')}`);
+    this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: after, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now() }));
+  }
+
+  async syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    if (removedFromApi || pod.metadata?.deletionTimestamp) {
+      this.lastSync.delete(uid);
+      this.firstSeen.delete(uid);
+    }
+    if (removedFromApi) {
+      this.statusManager.forget(uid);
+      return;
+    }
+    if (!pod.metadata?.deletionTimestamp) return;
+    try {
+      await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', uid);
+      this.logger.info('pod deleted from the API server', podFields(pod));
+    } catch (err) {
+      const code = httpCode(err);
+      // Gone already, or a new pod of that name (UID precondition): either way ours is done.
+      if (code !== 404 && code !== 409) throw new Error(`delete pod: ${apiErrorMessage(err)}`);
+    }
+    this.statusManager.forget(uid);
+  }
+
+  private observeStart(uid: string, allRunning: boolean): void {
+    const seen = this.firstSeen.get(uid);
+    if (seen === undefined || !allRunning) return;
+    this.metrics.podStartDuration.observe((this.clock.now() - seen) / 1000);
+    this.firstSeen.delete(uid);
+  }
+
+  /** Kills what runs in the runtime for pods no worker has (the kubelet's HandlePodCleanups). */
+  private async housekeeping(): Promise<void> {
+    if (!this.sourcesReady || this.housekeepingRunning) return;
+    this.housekeepingRunning = true;
+    try {
+      const running = await getPods(this.deps, false);
+      this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
+      for (const p of running) {
+        if (this.workers.isKnown(p.uid)) continue;
+        this.logger.info('killing unwanted pod', { pod: `${p.namespace}/${p.name}`, uid: p.uid });
+        const res = await killPodWithSyncResult(this.deps, undefined, p);
+        const err = res.error();
+        if (err) this.logger.warn('failed to kill unwanted pod', { uid: p.uid, error: err.message });
+      }
+    } catch (err) {
+      this.logger.warn('housekeeping failed', { error: (err as Error).message });
+    } finally {
+      this.housekeepingRunning = false;
+    }
+  }
+
+  private async collectGarbage(): Promise<void> {
+    try {
+      const report = await garbageCollect(this.deps, defaultGCPolicy, this.sourcesReady);
+      if (report.containersRemoved + report.sandboxesRemoved + report.logDirsRemoved > 0) this.logger.info('garbage collected', { ...report });
+    } catch (err) {
+      this.logger.warn('garbage collection failed', { error: (err as Error).message });
+    }
+  }
+}

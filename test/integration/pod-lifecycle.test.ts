@@ -1,0 +1,207 @@
+// The core pipeline on the real cluster: nodelet (the CLI, as a child process) runs pods created
+// through the API in the real containerd, and reports status and events back.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Pod } from '@kubernetes/client-node';
+import { CriClient } from '../../src/cri/client.js';
+import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../support/agent.js';
+import { clusterEnv, eventually, ipInCidr } from '../support/cluster.js';
+import { container, core, createPod, getPod, NS, podEvents, podGone, running, waitPod } from '../support/kube.js';
+
+const env = clusterEnv();
+const cri = new CriClient(env.runtimeEndpoint);
+let agent: RunningAgent;
+let node: string;
+
+before(async () => {
+  node = uniqueNodeName('it-life');
+  agent = await startAgent(node);
+});
+after(async () => {
+  await cleanupAgent(agent);
+  cri.close();
+});
+
+const loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
+
+async function eventCount(pod: V1Pod, reason: string, fieldPath?: string): Promise<number> {
+  return (await podEvents(pod))
+    .filter((e) => e.reason === reason && (!fieldPath || e.involvedObject.fieldPath === fieldPath))
+    .reduce((n, e) => n + (e.count ?? 1), 0);
+}
+
+test('a pod with two containers runs: Running, both ready, a pod IP from the bridge, real container IDs', async () => {
+  const created = await createPod(node, 'two', { containers: [container('a', loop), container('b', loop)] });
+  const pod = await waitPod(created, 'Running with both containers ready', 30_000, running);
+  assert.ok(ipInCidr(pod.status!.podIP!, env.podCidr), `pod IP ${pod.status!.podIP}`);
+  assert.deepEqual(pod.status!.podIPs!.map((p) => p.ip), [pod.status!.podIP]);
+  assert.equal(pod.status!.qosClass, 'BestEffort');
+  assert.ok(pod.status!.startTime);
+  for (const type of ['PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready']) {
+    assert.equal(pod.status!.conditions!.find((c) => c.type === type)?.status, 'True', `${type} is True`);
+  }
+  const inRuntime = await cri.listContainers({ label_selector: { 'io.kubernetes.pod.uid': pod.metadata!.uid! } });
+  for (const cs of pod.status!.containerStatuses!) {
+    assert.equal(cs.restartCount, 0);
+    assert.ok(cs.state?.running?.startedAt);
+    assert.equal(cs.image, env.testImage);
+    assert.match(cs.imageID, /^sha256:/);
+    const id = cs.containerID!.replace('containerd://', '');
+    const match = inRuntime.find((c) => c.id === id);
+    assert.ok(match, `${cs.containerID} exists in containerd`);
+    assert.equal(match.labels['io.kubernetes.container.name'], cs.name);
+    assert.equal(match.state, 'CONTAINER_RUNNING');
+  }
+  const events = await podEvents(pod);
+  for (const name of ['a', 'b']) {
+    const e = events.find((x) => x.reason === 'Started' && x.involvedObject.fieldPath === `spec.containers{${name}}`);
+    assert.ok(e, `Started event for ${name}`);
+    assert.equal(e.message, `Started container ${name}`);
+    assert.equal(e.source?.component, 'nodelet');
+    assert.equal(e.source?.host, node);
+  }
+});
+
+test('a crash-looping container: restarts grow, CrashLoopBackOff between them, back-off 10 s then 20 s', async () => {
+  // As the kubelet: the first restart is immediate, then the back-off starts at 10 s and doubles.
+  const created = await createPod(node, 'crash', { containers: [container('c', 'echo bye; exit 1')] });
+  const waitingSeen = new Set<string>();
+  const pod = await waitPod(created, 'three restarts', 60_000, (p) => {
+    const cs = p.status?.containerStatuses?.[0];
+    if (cs?.state?.waiting?.reason) waitingSeen.add(cs.state.waiting.reason);
+    return (cs?.restartCount ?? 0) >= 3 ? p : undefined;
+  });
+  const cs = pod.status!.containerStatuses![0]!;
+  assert.ok(waitingSeen.has('CrashLoopBackOff'), `waiting reasons seen: ${[...waitingSeen].join(', ')}`);
+  assert.equal(cs.lastState?.terminated?.exitCode, 1);
+  assert.equal(cs.lastState?.terminated?.reason, 'Error');
+  const backOff = (await podEvents(pod)).filter((e) => e.reason === 'BackOff');
+  assert.equal(backOff.length, 1, 'repeats aggregate into one Event');
+  assert.equal(backOff[0]!.message, 'Back-off restarting failed container');
+  assert.equal(backOff[0]!.type, 'Warning');
+  assert.equal(backOff[0]!.involvedObject.fieldPath, 'spec.containers{c}');
+  assert.ok((backOff[0]!.count ?? 0) > 1, `BackOff count ${backOff[0]!.count}`);
+
+  // The back-off intervals, from the runtime's own timestamps: each start after the previous exit.
+  const ids = (await cri.listContainers({ label_selector: { 'io.kubernetes.pod.uid': pod.metadata!.uid! } })).map((c) => c.id);
+  const instances = (await Promise.all(ids.map((id) => cri.containerStatus(id)))).map((r) => r.status!).sort((a, b) => a.metadata!.attempt - b.metadata!.attempt);
+  assert.deepEqual(instances.map((i) => i.metadata!.attempt).slice(0, 4), [0, 1, 2, 3]);
+  const gap = (i: number) => (Number(instances[i]!.started_at) - Number(instances[i - 1]!.finished_at)) / 1e9;
+  assert.ok(gap(1) < 3, `first restart is immediate (${gap(1).toFixed(1)} s)`);
+  assert.ok(gap(2) >= 9.5 && gap(2) < 14, `first back-off ${gap(2).toFixed(1)} s, expected 10 s`);
+  assert.ok(gap(3) >= 19.5 && gap(3) < 24, `second back-off ${gap(3).toFixed(1)} s, expected 20 s`);
+});
+
+test('a sandbox stopped behind the agent\'s back: SandboxChanged, a new sandbox with attempt 1, Running again', async () => {
+  const created = await createPod(node, 'sandbox', { containers: [container('c', loop)] });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const uid = pod.metadata!.uid!;
+  const [first] = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid } });
+  assert.ok(first);
+  await cri.stopPodSandbox(first.id);
+  const sandboxes = await eventually('a new ready sandbox', 30_000, async () => {
+    const list = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid } });
+    return list.some((s) => s.id !== first.id && s.state === 'SANDBOX_READY') ? list : undefined;
+  });
+  const fresh = sandboxes.find((s) => s.id !== first.id)!;
+  assert.equal(fresh.metadata?.attempt, first.metadata!.attempt + 1);
+  const again = await waitPod(pod, 'Running in the new sandbox', 30_000, (p) => (running(p) && p.status!.containerStatuses![0]!.restartCount === 1 ? p : undefined));
+  assert.ok(again);
+  const changed = (await podEvents(pod)).find((e) => e.reason === 'SandboxChanged');
+  assert.equal(changed?.message, 'Pod sandbox changed, it will be killed and re-created.');
+  assert.equal(changed?.type, 'Normal');
+});
+
+test('init containers run one at a time, in order, before the app container', async () => {
+  const created = await createPod(node, 'init', {
+    initContainers: [container('i1', 'sleep 1'), container('i2', 'sleep 1')],
+    containers: [container('app', loop)],
+  });
+  const pod = await waitPod(created, 'Running after init', 40_000, running);
+  const inits = pod.status!.initContainerStatuses!;
+  assert.deepEqual(inits.map((s) => [s.name, s.state?.terminated?.reason, s.state?.terminated?.exitCode]), [
+    ['i1', 'Completed', 0],
+    ['i2', 'Completed', 0],
+  ]);
+  const t = (d: Date | undefined) => new Date(d!).getTime();
+  assert.ok(t(inits[0]!.state!.terminated!.finishedAt) <= t(inits[1]!.state!.terminated!.startedAt), 'i2 starts after i1 finished');
+  assert.ok(t(inits[1]!.state!.terminated!.finishedAt) <= t(pod.status!.containerStatuses![0]!.state!.running!.startedAt), 'app starts after i2 finished');
+  assert.equal(pod.status!.conditions!.find((c) => c.type === 'Initialized')?.status, 'True');
+});
+
+test('a failing init container: Never makes the pod Failed; Always retries it with back-off', async () => {
+  const never = await createPod(node, 'init-never', { restartPolicy: 'Never', initContainers: [container('i', 'exit 3')], containers: [container('app', loop)] });
+  const always = await createPod(node, 'init-always', { restartPolicy: 'Always', initContainers: [container('i', 'exit 3')], containers: [container('app', loop)] });
+  const failed = await waitPod(never, 'Failed', 30_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
+  assert.equal(failed.status!.initContainerStatuses![0]!.state?.terminated?.exitCode, 3);
+  assert.equal(failed.status!.containerStatuses![0]!.state?.waiting?.reason, 'PodInitializing');
+  const retried = await waitPod(always, 'init container restarted and backing off', 40_000, (p) => {
+    const s = p.status?.initContainerStatuses?.[0];
+    return s && s.restartCount >= 1 && s.state?.waiting?.reason === 'CrashLoopBackOff' ? p : undefined;
+  });
+  assert.equal(retried.status!.phase, 'Pending');
+  assert.equal(retried.status!.initContainerStatuses![0]!.lastState?.terminated?.exitCode, 3);
+  assert.equal(retried.status!.conditions!.find((c) => c.type === 'Initialized')?.reason, 'ContainersNotInitialized');
+  assert.ok((await eventCount(retried, 'BackOff', 'spec.initContainers{i}')) >= 1);
+});
+
+test('OnFailure with exit 0 is not restarted and Succeeds; Never with exit 1 Fails', async () => {
+  const ok = await createPod(node, 'onfailure', { restartPolicy: 'OnFailure', containers: [container('c', 'exit 0')] });
+  const bad = await createPod(node, 'never', { restartPolicy: 'Never', containers: [container('c', 'exit 1')] });
+  const succeeded = await waitPod(ok, 'Succeeded', 30_000, (p) => (p.status?.phase === 'Succeeded' ? p : undefined));
+  assert.equal(succeeded.status!.containerStatuses![0]!.restartCount, 0);
+  assert.equal(succeeded.status!.containerStatuses![0]!.state?.terminated?.reason, 'Completed');
+  assert.equal(succeeded.status!.conditions!.find((c) => c.type === 'Ready')?.reason, 'PodCompleted');
+  const failed = await waitPod(bad, 'Failed', 30_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
+  assert.equal(failed.status!.containerStatuses![0]!.state?.terminated?.exitCode, 1);
+  // Finished pods stay finished: nothing restarts them over several resyncs of the PLEG.
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.equal((await getPod(ok)).status!.containerStatuses![0]!.restartCount, 0);
+  assert.equal((await getPod(bad)).status!.containerStatuses![0]!.restartCount, 0);
+  assert.equal((await getPod(bad)).status!.phase, 'Failed');
+});
+
+test('kubectl delete: SIGTERM first, SIGKILL after the grace period, sandbox stopped, Pod object gone', async () => {
+  const created = await createPod(node, 'delete', {
+    terminationGracePeriodSeconds: 3,
+    containers: [
+      container('polite', "trap 'echo got-TERM; exit 0' TERM; while true; do sleep 0.2; done"),
+      container('stubborn', "trap '' TERM; while true; do sleep 0.2; done"),
+    ],
+  });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const uid = pod.metadata!.uid!;
+  const ids = Object.fromEntries(pod.status!.containerStatuses!.map((c) => [c.name, c.containerID!.replace('containerd://', '')]));
+  const started = Date.now();
+  await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: NS });
+  await podGone(pod, 30_000);
+  const took = (Date.now() - started) / 1000;
+  assert.ok(took >= 3, `the stubborn container held the deletion for its grace period (${took.toFixed(1)} s)`);
+  const polite = (await cri.containerStatus(ids.polite!)).status!;
+  const stubborn = (await cri.containerStatus(ids.stubborn!)).status!;
+  assert.equal(polite.exit_code, 0, 'the polite container exited on SIGTERM');
+  assert.equal(stubborn.exit_code, 137, 'the stubborn one was SIGKILLed');
+  const stopDelay = (Number(stubborn.finished_at) - Number(polite.finished_at)) / 1e9;
+  assert.ok(stopDelay >= 2.5, `SIGKILL came about the grace period after SIGTERM (${stopDelay.toFixed(1)} s)`);
+  const sandboxes = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid } });
+  assert.ok(sandboxes.every((s) => s.state === 'SANDBOX_NOTREADY'), 'every sandbox of the pod is stopped');
+  const killing = (await core.listNamespacedEvent({ namespace: NS, fieldSelector: `involvedObject.uid=${uid},reason=Killing` })).items;
+  assert.deepEqual(killing.map((e) => e.message).sort(), ['Stopping container polite', 'Stopping container stubborn']);
+});
+
+test('changing a container image in place: killed as "definition changed" and started with the new image', async () => {
+  const created = await createPod(node, 'patch', { containers: [container('c', loop)] });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  await core.patchNamespacedPod(
+    { name: pod.metadata!.name!, namespace: NS, body: { spec: { containers: [{ name: 'c', image: env.testImage2 }] } } },
+    (await import('@kubernetes/client-node')).setHeaderOptions('Content-Type', 'application/strategic-merge-patch+json'),
+  );
+  const patched = await waitPod(pod, 'running the new image', 30_000, (p) => {
+    const cs = p.status?.containerStatuses?.[0];
+    return cs?.image === env.testImage2 && cs.state?.running && cs.restartCount === 1 ? p : undefined;
+  });
+  assert.ok(patched);
+  const killing = (await podEvents(pod)).find((e) => e.reason === 'Killing');
+  assert.equal(killing?.message, 'Container c definition changed, will be restarted');
+  assert.equal(killing?.involvedObject.fieldPath, 'spec.containers{c}');
+});

@@ -1,0 +1,118 @@
+// Runs the real nodelet CLI as a child process against the test cluster, as its own node.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { clusterEnv, eventually, projectRoot } from './cluster.js';
+
+export interface RunningAgent {
+  nodeName: string;
+  port: number;
+  process: ChildProcess;
+  logFile: string;
+  /** Every log line so far, parsed. */
+  lines: Array<Record<string, unknown>>;
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, as a crash. */
+  kill(): Promise<void>;
+}
+
+export function uniqueNodeName(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function startAgent(nodeName: string, extraFlags: string[] = []): Promise<RunningAgent> {
+  const env = clusterEnv();
+  const logDir = join(env.clusterDir, 'test-agents');
+  mkdirSync(logDir, { recursive: true });
+  const logFile = join(logDir, `${nodeName}.log`);
+  const out = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(
+    process.execPath,
+    [
+      join(projectRoot, 'dist/src/cli/main.js'),
+      'run',
+      '--node-name', nodeName,
+      '--kubeconfig', env.kubeconfig,
+      '--runtime-endpoint', env.runtimeEndpoint,
+      '--pod-log-root', env.podLogRoot,
+      '--port', '0',
+      '--log-format', 'json',
+      '--log-level', 'debug',
+      ...extraFlags,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const lines: Array<Record<string, unknown>> = [];
+  let buf = '';
+  const onData = (chunk: Buffer) => {
+    out.write(chunk);
+    buf += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ message: line });
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let dead = false;
+  void exited.then(() => (dead = true));
+
+  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000, async () => {
+    if (dead) throw new Error(`agent exited early; log: ${logFile}`);
+    const started = lines.find((l) => l.message === 'nodelet started');
+    return started ? Number(started.port) : undefined;
+  });
+  await eventually(`agent ${nodeName} /healthz`, 30_000, async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined);
+    return res?.ok ? true : undefined;
+  });
+  return {
+    nodeName,
+    port,
+    process: child,
+    logFile,
+    lines,
+    async stop() {
+      if (!dead) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (!dead) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/**
+ * Test cleanup: deletes the node's pods through the API (the agent stops them and removes the
+ * objects), stops the agent, and removes any sandbox of that node still in the runtime.
+ */
+export async function cleanupAgent(agent: RunningAgent): Promise<void> {
+  const { core } = await import('./kube.js');
+  const { CriClient } = await import('../../src/cri/client.js');
+  const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${agent.nodeName}` });
+  await Promise.all(list.items.map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 1 }).catch(() => undefined)));
+  await eventually('the node\'s pods to be gone', 30_000, async () => {
+    const left = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${agent.nodeName}` });
+    return left.items.length === 0 ? true : undefined;
+  }).catch(() => undefined);
+  await agent.stop();
+  const cri = new CriClient(clusterEnv().runtimeEndpoint);
+  try {
+    for (const sb of await cri.listPodSandbox({ label_selector: { 'nodelet.io/node-name': agent.nodeName } })) {
+      await cri.stopPodSandbox(sb.id).catch(() => undefined);
+      await cri.removePodSandbox(sb.id).catch(() => undefined);
+    }
+  } finally {
+    cri.close();
+  }
+}

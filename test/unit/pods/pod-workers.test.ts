@@ -1,0 +1,220 @@
+// Pod workers: serialization per pod, coalescing, the life cycle, and requeue timing, on a fake clock.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Pod } from '@kubernetes/client-node';
+import { silentLogger } from '../../../src/observability/logger.js';
+import { PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../../../src/pods/pod-workers.js';
+import { FakeClock } from '../../../src/util/clock.js';
+
+const pod = (uid: string, rv: string, extra: Partial<V1Pod['metadata']> = {}): V1Pod => ({
+  metadata: { uid, name: `p-${uid}`, namespace: 'ns', resourceVersion: rv, ...extra },
+  spec: { containers: [{ name: 'c' }] },
+});
+
+class RecordingSyncer implements PodSyncer {
+  calls: string[] = [];
+  gates: Array<() => void> = [];
+  blocking = false;
+  outcome: SyncOutcome = {};
+  fail = 0;
+  concurrent = 0;
+  maxConcurrent = 0;
+
+  private async gate(): Promise<void> {
+    this.concurrent++;
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.concurrent);
+    if (this.blocking) await new Promise<void>((r) => this.gates.push(r));
+    this.concurrent--;
+  }
+
+  async syncPod(p: V1Pod, type: UpdateType): Promise<SyncOutcome> {
+    this.calls.push(`sync ${p.metadata!.uid} rv=${p.metadata!.resourceVersion} ${type}`);
+    await this.gate();
+    if (this.fail > 0) {
+      this.fail--;
+      throw new Error('boom');
+    }
+    return this.outcome;
+  }
+
+  async syncTerminatingPod(p: V1Pod): Promise<void> {
+    this.calls.push(`terminating ${p.metadata!.uid}`);
+    await this.gate();
+  }
+
+  async syncTerminatedPod(p: V1Pod, removed: boolean): Promise<void> {
+    this.calls.push(`terminated ${p.metadata!.uid} removed=${removed}`);
+  }
+
+  release(): void {
+    const g = this.gates.splice(0);
+    g.forEach((f) => f());
+  }
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await tick();
+}
+
+function setup(opts: Partial<ConstructorParameters<typeof PodWorkers>[0]> = {}) {
+  const clock = new FakeClock();
+  const syncer = new RecordingSyncer();
+  const workers = new PodWorkers({ syncer, clock, logger: silentLogger(), resyncIntervalMs: 60_000, backoffInitialMs: 1000, backoffMaxMs: 8000, random: () => 0, ...opts });
+  return { clock, syncer, workers };
+}
+
+test('updates arriving during a sync coalesce into one follow-up sync of the newest pod', async () => {
+  const { syncer, workers } = setup();
+  syncer.blocking = true;
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  workers.updatePod(pod('a', '2'), 'update');
+  workers.updatePod(pod('a', '3'), 'update');
+  workers.wake('a');
+  syncer.blocking = false;
+  syncer.release();
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=1 create', 'sync a rv=3 update']);
+});
+
+test('one pod syncs serially while different pods sync in parallel, bounded by maxConcurrentSyncs', async () => {
+  const { syncer, workers } = setup({ maxConcurrentSyncs: 2 });
+  syncer.blocking = true;
+  for (const uid of ['a', 'b', 'c']) workers.updatePod(pod(uid, '1'), 'create');
+  await settle();
+  assert.equal(syncer.concurrent, 2, 'two at once');
+  syncer.blocking = false;
+  syncer.release();
+  await settle();
+  assert.equal(syncer.maxConcurrent, 2);
+  assert.equal(syncer.calls.length, 3);
+});
+
+test('success requeues at the resync interval; an error backs off 1 s, 2 s, 4 s, capped', async () => {
+  const { clock, syncer, workers } = setup();
+  syncer.fail = 5;
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  const at: number[] = [];
+  const start = clock.now();
+  for (let i = 0; i < 6; i++) {
+    const n = syncer.calls.length;
+    while (syncer.calls.length === n) {
+      clock.step(100);
+      await settle();
+    }
+    at.push(clock.now() - start);
+  }
+  // Five failures from t=0, retried after 1, 2, 4, 8 and 8 s (the cap); the sixth sync succeeds
+  // and the next one comes a resync interval later.
+  assert.deepEqual(at, [1000, 3000, 7000, 15000, 23000, 83000]);
+  const n = syncer.calls.length;
+  clock.step(59_900);
+  await settle();
+  assert.equal(syncer.calls.length, n, 'no sync before the resync interval after success');
+  clock.step(200);
+  await settle();
+  assert.equal(syncer.calls.length, n + 1);
+});
+
+test('a back-off outcome requeues when the back-off ends, not at the resync interval', async () => {
+  const { clock, syncer, workers } = setup();
+  syncer.outcome = { requeueAfterMs: 10_000 };
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  clock.step(9_999);
+  await settle();
+  assert.equal(syncer.calls.length, 1);
+  clock.step(1);
+  await settle();
+  assert.equal(syncer.calls.length, 2);
+});
+
+test('a PLEG event syncs the pod at once, cancelling the timer', async () => {
+  const { clock, syncer, workers } = setup();
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  workers.wake('a');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=1 create', 'sync a rv=1 pleg']);
+  workers.wake('unknown');
+  await settle();
+  assert.equal(syncer.calls.length, 2, 'no worker is made for a pod nobody asked for');
+  assert.ok(clock.pendingTimers() >= 1);
+});
+
+test('deletionTimestamp: terminating, then terminated (API delete), then forgotten', async () => {
+  const { syncer, workers } = setup();
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  workers.updatePod(pod('a', '2', { deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 }), 'update');
+  assert.equal(workers.phaseOf('a'), 'terminating');
+  assert.ok(workers.isPodTerminationRequested('a'));
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=1 create', 'terminating a', 'terminated a removed=false']);
+  assert.equal(workers.isKnown('a'), false);
+  workers.updatePod(pod('a', '3', { deletionTimestamp: new Date() }), 'update');
+  await settle();
+});
+
+test('a pod removed from the API while running is stopped and forgotten without an API delete', async () => {
+  const { syncer, workers } = setup();
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  workers.updatePod(pod('a', '1'), 'delete');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=1 create', 'terminating a', 'terminated a removed=true']);
+  assert.equal(workers.isKnown('a'), false);
+});
+
+test('a pod that finished (terminal phase) is stopped once and stays idle on later updates', async () => {
+  const { clock, syncer, workers } = setup();
+  syncer.outcome = { terminal: true };
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=1 create', 'terminating a', 'terminated a removed=false']);
+  assert.equal(workers.phaseOf('a'), 'terminated');
+  workers.updatePod(pod('a', '2'), 'sync');
+  clock.step(120_000);
+  await settle();
+  assert.equal(syncer.calls.length, 3, 'resyncs do not start a finished pod again');
+  workers.updatePod(pod('a', '3', { deletionTimestamp: new Date() }), 'update');
+  await settle();
+  assert.deepEqual(syncer.calls.slice(3), ['terminated a removed=false']);
+  assert.equal(workers.isKnown('a'), false);
+});
+
+test('a failing termination is retried with back-off until it succeeds', async () => {
+  const { clock, syncer, workers } = setup();
+  let failures = 2;
+  const orig = syncer.syncTerminatingPod.bind(syncer);
+  syncer.syncTerminatingPod = async (p) => {
+    await orig(p);
+    if (failures-- > 0) throw new Error('still running');
+  };
+  workers.updatePod(pod('a', '1', { deletionTimestamp: new Date() }), 'create');
+  await settle();
+  clock.step(1000);
+  await settle();
+  clock.step(2000);
+  await settle();
+  assert.deepEqual(syncer.calls, ['terminating a', 'terminating a', 'terminating a', 'terminated a removed=false']);
+});
+
+test('stop waits for running syncs and leaves pods alone', async () => {
+  const { syncer, workers } = setup();
+  syncer.blocking = true;
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  const stopped = workers.stop();
+  let done = false;
+  void stopped.then(() => (done = true));
+  await settle();
+  assert.equal(done, false);
+  syncer.release();
+  await stopped;
+  workers.updatePod(pod('b', '1'), 'create');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=1 create']);
+});

@@ -1,0 +1,168 @@
+// syncPod, killContainer and GC against the in-memory runtime, on a fake clock.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { calculatePrivileged, killContainer, killGracePeriod } from '../../../src/runtime/container.js';
+import { garbageCollect } from '../../../src/runtime/gc.js';
+import { getPodStatus } from '../../../src/runtime/pod-status.js';
+import { syncPod } from '../../../src/runtime/sync-pod.js';
+import { fakeDeps } from './deps.js';
+
+function pod(extra: Partial<V1Pod['spec']> = {}): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'ns', uid: 'uid-1' },
+    spec: { restartPolicy: 'Always', containers: [{ name: 'c', image: 'nodelet.test/busybox:1', command: ['sh'] }], ...extra },
+  };
+}
+
+const status = (deps: ReturnType<typeof fakeDeps>['deps'], p: V1Pod) => getPodStatus(deps, p.metadata!.uid!, p.metadata!.name!, p.metadata!.namespace!);
+
+test('a new pod: sandbox, then image check, create and start, with Pulled/Created/Started events', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  const p = pod();
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.equal(result.error(), undefined);
+  assert.deepEqual(runtime.calls, ['RunPodSandbox web attempt=0', 'CreateContainer c attempt=0', 'StartContainer c']);
+  assert.deepEqual(recorder.reasons(), ['Pulled', 'Created', 'Started']);
+  assert.equal(recorder.events[1]!.ref.fieldPath, 'spec.containers{c}');
+  const c = [...runtime.containers.values()][0]!;
+  assert.equal(c.config.log_path, 'c/0.log');
+  assert.equal(c.config.labels!['io.kubernetes.pod.uid'], 'uid-1');
+  assert.equal(c.config.annotations!['io.kubernetes.container.restartCount'], '0');
+  const sb = [...runtime.sandboxes.values()][0]!;
+  assert.equal(sb.config.log_directory, join(deps.podLogRoot, 'ns_web_uid-1'));
+  assert.ok(existsSync(sb.config.log_directory!), 'the pod log directory is created');
+});
+
+test('crash-loop back-off: immediate first restart, then 10 s, 20 s, 40 s, with BackOff events', async () => {
+  const { deps, runtime, clock, recorder } = fakeDeps();
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  const waits: number[] = [];
+  for (let restart = 1; restart <= 4; restart++) {
+    runtime.exit(runtime.running()[0]!.id, 1);
+    const exitedAt = clock.now();
+    // Sync every second until the container runs again.
+    for (;;) {
+      const result = await syncPod(deps, p, await status(deps, p));
+      const start = result.results.find((r) => r.action === 'StartContainer');
+      if (!start?.failed) break;
+      assert.equal(start.reason, 'CrashLoopBackOff');
+      assert.match(start.message, /^back-off \d+s restarting failed container=c pod=web_ns\(uid-1\)$/);
+      clock.step(1000);
+    }
+    waits.push((clock.now() - exitedAt) / 1000);
+    const latest = (await status(deps, p)).containerStatuses[0]!;
+    assert.equal(latest.restartCount, restart);
+    assert.equal(latest.state, 'running');
+  }
+  assert.deepEqual(waits, [0, 10, 20, 40]);
+  assert.ok(recorder.reasons().filter((r) => r === 'BackOff').length >= 3);
+});
+
+test('killContainer grace period: override > deletionGracePeriodSeconds > terminationGracePeriodSeconds, at least 2 s', () => {
+  const withGrace = (termination?: number, deletion?: number): V1Pod => ({
+    metadata: { deletionGracePeriodSeconds: deletion },
+    spec: { containers: [], terminationGracePeriodSeconds: termination },
+  });
+  assert.equal(killGracePeriod(withGrace(30), {}), 30);
+  assert.equal(killGracePeriod(withGrace(30, 5), {}), 5);
+  assert.equal(killGracePeriod(withGrace(30, 5), {}, 1), 1, 'an override wins, even below the minimum');
+  assert.equal(killGracePeriod(withGrace(0), {}), 2, 'the minimum applies');
+  assert.equal(killGracePeriod(withGrace(), {}), 2);
+  assert.equal(killGracePeriod(undefined, { podTerminationGracePeriod: 12 }), 12, 'a pod the agent lost is read from annotations');
+  assert.equal(killGracePeriod(undefined, { podTerminationGracePeriod: 12, podDeletionGracePeriod: 3 }), 3);
+});
+
+test('killContainer of a container whose pod is unknown reads its grace period from the annotations', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  const p = pod({ terminationGracePeriodSeconds: 17 });
+  await syncPod(deps, p, await status(deps, p));
+  const id = runtime.running()[0]!.id;
+  await killContainer(deps, undefined, id, 'c', '', 'Unknown');
+  assert.equal(runtime.stopTimeouts.get(id), 17);
+  const killing = recorder.events.find((e) => e.reason === 'Killing')!;
+  assert.equal(killing.message, 'Stopping container c');
+  assert.equal(killing.ref.name, 'web');
+});
+
+test('a changed container spec is killed with "definition changed" and restarted', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  p.spec!.containers[0]!.command = ['sh', '-c', 'echo changed'];
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.equal(result.error(), undefined);
+  assert.equal(recorder.events.find((e) => e.reason === 'Killing')?.message, 'Container c definition changed, will be restarted');
+  assert.equal(runtime.running().length, 1);
+  assert.equal(runtime.running()[0]!.config.annotations!['io.kubernetes.container.restartCount'], '1');
+});
+
+test('privileged only where the node allows it', () => {
+  assert.equal(calculatePrivileged(false, true), false);
+  assert.equal(calculatePrivileged(true, true), true);
+  assert.equal(calculatePrivileged(true, undefined), false);
+});
+
+test('CPU and memory become CRI Linux resources (shares, CFS quota when enabled, memory limit)', async () => {
+  for (const cpuCFSQuota of [true, false]) {
+    const { deps, runtime } = fakeDeps({ cpuCFSQuota });
+    const p = pod();
+    p.spec!.containers[0]!.resources = { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '500m', memory: '128Mi' } };
+    await syncPod(deps, p, await status(deps, p));
+    const r = [...runtime.containers.values()][0]!.config.linux!.resources!;
+    assert.equal(r.cpu_shares, '256');
+    assert.equal(r.memory_limit_in_bytes, String(128 * 2 ** 20));
+    assert.equal(r.cpu_quota, cpuCFSQuota ? '50000' : undefined);
+    assert.equal(r.cpu_period, cpuCFSQuota ? '100000' : undefined);
+    assert.ok(Number(r.oom_score_adj) > 2 && Number(r.oom_score_adj) < 1000, 'Burstable score');
+  }
+});
+
+test('GC keeps one dead instance per container (older than 1 min), and everything of a pod that is gone', async () => {
+  const { deps, runtime, clock, gone } = fakeDeps();
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  // Three dead instances, then a running one.
+  for (let i = 0; i < 3; i++) {
+    runtime.exit(runtime.running()[0]!.id, 1);
+    clock.step(400_000);
+    await syncPod(deps, p, await status(deps, p));
+  }
+  assert.equal(runtime.containers.size, 4);
+  let report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, true);
+  assert.equal(report.containersRemoved, 2, 'two oldest dead instances removed');
+  assert.deepEqual([...runtime.containers.values()].map((c) => c.state).sort(), ['CONTAINER_EXITED', 'CONTAINER_RUNNING']);
+
+  // A dead instance younger than the minimum age stays.
+  runtime.exit(runtime.running()[0]!.id, 1);
+  await syncPod(deps, p, await status(deps, p));
+  report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, true);
+  assert.equal(report.containersRemoved, 0);
+
+  // The pod goes: its containers (once stopped), sandboxes and log directory go too.
+  for (const c of runtime.running()) runtime.exit(c.id, 0);
+  for (const sb of runtime.sandboxes.values()) sb.state = 'SANDBOX_NOTREADY';
+  gone.add('uid-1');
+  mkdirSync(join(deps.podLogRoot, 'ns_web_uid-1', 'c'), { recursive: true });
+  clock.step(120_000);
+  report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, true);
+  assert.equal(runtime.containers.size, 0);
+  assert.equal(runtime.sandboxes.size, 0);
+  assert.equal(report.logDirsRemoved, 1);
+  assert.ok(!existsSync(join(deps.podLogRoot, 'ns_web_uid-1')));
+});
+
+test('GC before the pod sources are ready removes nothing of pods it cannot yet tell are gone', async () => {
+  const { deps, runtime, clock, gone } = fakeDeps();
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  runtime.exit(runtime.running()[0]!.id, 0);
+  gone.add('uid-1');
+  clock.step(120_000);
+  const report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, false);
+  assert.equal(report.containersRemoved, 0);
+  assert.equal(runtime.containers.size, 1);
+});

@@ -1,0 +1,86 @@
+// The event recorder: aggregation into one object, the per-object rate limit, never blocking.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { CoreV1Event } from '@kubernetes/client-node';
+import type { EventApi } from '../../../src/kube/client.js';
+import { ApiEventRecorder } from '../../../src/kube/events.js';
+import { silentLogger } from '../../../src/observability/logger.js';
+import { FakeClock } from '../../../src/util/clock.js';
+
+function harness(opts: { burst?: number } = {}) {
+  const clock = new FakeClock();
+  const created: CoreV1Event[] = [];
+  const patches: Array<{ name: string; patch: object }> = [];
+  const api: EventApi = {
+    async createEvent(_ns, e) {
+      created.push(e);
+      return e;
+    },
+    async patchEvent(_ns, name, patch) {
+      patches.push({ name, patch });
+      return {} as CoreV1Event;
+    },
+  };
+  const rec = new ApiEventRecorder({ api, component: 'nodelet', host: 'node-1', clock, logger: silentLogger(), burst: opts.burst });
+  return { clock, created, patches, rec };
+}
+
+const ref = (uid: string) => ({ kind: 'Pod', namespace: 'ns', name: `pod-${uid}`, uid, apiVersion: 'v1', fieldPath: 'spec.containers{c}' });
+
+test('repeats of one event become one object with a growing count and lastTimestamp', async () => {
+  const h = harness();
+  h.rec.event(ref('u1'), 'Warning', 'BackOff', 'Back-off restarting failed container');
+  h.clock.step(10_000);
+  h.rec.event(ref('u1'), 'Warning', 'BackOff', 'Back-off restarting failed container');
+  h.clock.step(10_000);
+  h.rec.event(ref('u1'), 'Warning', 'BackOff', 'Back-off restarting failed container');
+  await h.rec.flush();
+  assert.equal(h.created.length, 1);
+  const e = h.created[0]!;
+  assert.equal(e.count, 1);
+  assert.equal(e.source?.component, 'nodelet');
+  assert.equal(e.source?.host, 'node-1');
+  assert.equal(e.involvedObject.fieldPath, 'spec.containers{c}');
+  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3]);
+  assert.equal(h.patches[1]!.name, e.metadata!.name);
+});
+
+test('a different message is a different event', async () => {
+  const h = harness();
+  h.rec.event(ref('u1'), 'Normal', 'Killing', 'Stopping container a');
+  h.rec.event(ref('u1'), 'Normal', 'Killing', 'Stopping container b');
+  await h.rec.flush();
+  assert.equal(h.created.length, 2);
+});
+
+test('a noisy object is rate limited; others are not affected', async () => {
+  const h = harness({ burst: 3 });
+  for (let i = 0; i < 10; i++) h.rec.event(ref('noisy'), 'Normal', 'Pulled', `message ${i}`);
+  h.rec.event(ref('quiet'), 'Normal', 'Pulled', 'hello');
+  await h.rec.flush();
+  assert.equal(h.created.filter((e) => e.involvedObject.uid === 'noisy').length, 3);
+  assert.equal(h.created.filter((e) => e.involvedObject.uid === 'quiet').length, 1);
+  h.clock.step(300_000);
+  h.rec.event(ref('noisy'), 'Normal', 'Pulled', 'after the refill');
+  await h.rec.flush();
+  assert.equal(h.created.filter((e) => e.involvedObject.uid === 'noisy').length, 4);
+});
+
+test('recording returns at once even when the API server hangs', async () => {
+  const clock = new FakeClock();
+  let release!: () => void;
+  const hung = new Promise<void>((r) => (release = r));
+  const api: EventApi = {
+    createEvent: async (_ns, e) => {
+      await hung;
+      return e;
+    },
+    patchEvent: async () => ({}) as CoreV1Event,
+  };
+  const rec = new ApiEventRecorder({ api, component: 'nodelet', host: 'n', clock, logger: silentLogger() });
+  const started = Date.now();
+  for (let i = 0; i < 100; i++) rec.event(ref(`u${i}`), 'Normal', 'Started', 'x');
+  assert.ok(Date.now() - started < 100);
+  release();
+  await rec.flush();
+});

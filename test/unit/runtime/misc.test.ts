@@ -1,0 +1,105 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { diffSnapshots } from '../../../src/pleg/generic-pleg.js';
+import { expandVars, makeEnvironment } from '../../../src/runtime/env.js';
+import { getContainerInfoFromAnnotations, getContainerInfoFromLabels, newContainerAnnotations, newContainerLabels } from '../../../src/runtime/labels.js';
+import { hashContainer } from '../../../src/runtime/hash.js';
+import { podQOSClass, milliCPUToShares, milliCPUToQuota } from '../../../src/runtime/resources.js';
+import { effectivePullPolicy, validImageName } from '../../../src/images/image-manager.js';
+import { bytes, milliCPU } from '../../../src/util/quantity.js';
+
+test('labels and annotations written on a container read back what a restarted agent needs', () => {
+  const pod = { metadata: { name: 'p', namespace: 'ns', uid: 'u', deletionGracePeriodSeconds: 7 }, spec: { terminationGracePeriodSeconds: 30, containers: [] } };
+  const c = { name: 'c', image: 'i', ports: [{ containerPort: 80 }] };
+  assert.deepEqual(getContainerInfoFromLabels(newContainerLabels(c, pod, 'node')), { podName: 'p', podNamespace: 'ns', podUID: 'u', containerName: 'c' });
+  const a = getContainerInfoFromAnnotations(newContainerAnnotations(c, pod, 4, 'init'));
+  assert.equal(a.restartCount, 4);
+  assert.equal(a.hash, hashContainer(c));
+  assert.equal(a.podDeletionGracePeriod, 7);
+  assert.equal(a.podTerminationGracePeriod, 30);
+  assert.equal(a.type, 'init');
+  assert.equal(getContainerInfoFromAnnotations({}).restartCount, 0);
+});
+
+test('the spec hash ignores key order and changes with the spec', () => {
+  assert.equal(hashContainer({ name: 'c', image: 'i', command: ['a'] }), hashContainer({ command: ['a'], image: 'i', name: 'c' }));
+  assert.notEqual(hashContainer({ name: 'c', image: 'i' }), hashContainer({ name: 'c', image: 'j' }));
+});
+
+test('PLEG: differences between relists become lifecycle events', () => {
+  const before = new Map([['p1', new Map([['sb1', 'SANDBOX_READY'], ['c1', 'CONTAINER_RUNNING'], ['c0', 'CONTAINER_EXITED']])]]);
+  const after = new Map([
+    ['p1', new Map([['sb1', 'SANDBOX_NOTREADY'], ['c1', 'CONTAINER_EXITED']])],
+    ['p2', new Map([['c2', 'CONTAINER_RUNNING']])],
+  ]);
+  assert.deepEqual(
+    diffSnapshots(before, after).map((e) => `${e.uid} ${e.type} ${e.id}`).sort(),
+    ['p1 ContainerDied c1', 'p1 ContainerRemoved c0', 'p1 SandboxChanged sb1', 'p2 ContainerStarted c2'].sort(),
+  );
+  assert.deepEqual(diffSnapshots(after, after), []);
+});
+
+test('$(VAR) expansion: defined names, $$ escapes, unknown names kept', () => {
+  const vars = new Map([['A', 'x'], ['B', 'y']]);
+  assert.equal(expandVars('$(A)-$(B)', vars), 'x-y');
+  assert.equal(expandVars('$$(A)', vars), '$(A)');
+  assert.equal(expandVars('$(C)', vars), '$(C)');
+  assert.equal(expandVars('cost $5', vars), 'cost $5');
+});
+
+test('the environment: values in order with expansion, downward API fields, missing ConfigMap error', async () => {
+  const pod = { metadata: { name: 'p', namespace: 'ns', uid: 'u', labels: { app: 'web' } }, spec: { containers: [] } };
+  const container = {
+    name: 'c',
+    env: [
+      { name: 'A', value: 'one' },
+      { name: 'B', value: '$(A)-two' },
+      { name: 'NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'APP', valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
+      { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    ],
+  };
+  const env = await makeEnvironment({ pod, container, podIPs: ['10.0.0.9'], hostIP: '192.0.2.1', nodeName: 'n', memoryCapacity: 1 });
+  assert.deepEqual(env, [
+    { key: 'A', value: 'one' },
+    { key: 'B', value: 'one-two' },
+    { key: 'NAME', value: 'p' },
+    { key: 'APP', value: 'web' },
+    { key: 'IP', value: '10.0.0.9' },
+  ]);
+  const source = { getConfigMap: async () => undefined, getSecret: async () => undefined };
+  await assert.rejects(
+    makeEnvironment({ pod, container: { name: 'c', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'k' } } }] }, podIPs: [], hostIP: '', nodeName: 'n', memoryCapacity: 1, configSource: source }),
+    (e: unknown) => (e as { reason: string }).reason === 'CreateContainerConfigError' && (e as Error).message === 'configmap "cfg" not found',
+  );
+  const optional = await makeEnvironment({ pod, container: { name: 'c', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'k', optional: true } } }] }, podIPs: [], hostIP: '', nodeName: 'n', memoryCapacity: 1, configSource: source });
+  assert.deepEqual(optional, []);
+});
+
+test('quantities, shares, quota and QoS classes', () => {
+  assert.equal(milliCPU('250m'), 250);
+  assert.equal(milliCPU('1.5'), 1500);
+  assert.equal(bytes('64Mi'), 64 * 2 ** 20);
+  assert.equal(bytes('1G'), 1e9);
+  assert.equal(milliCPUToShares(0), 2);
+  assert.equal(milliCPUToShares(1000), 1024);
+  assert.equal(milliCPUToQuota(500, 100_000), 50_000);
+  assert.equal(milliCPUToQuota(1, 100_000), 1000, 'minimum quota');
+  const pod = (resources: object) => ({ spec: { containers: [{ name: 'c', resources }] } });
+  assert.equal(podQOSClass(pod({})), 'BestEffort');
+  assert.equal(podQOSClass(pod({ limits: { cpu: '1', memory: '1Gi' } })), 'Guaranteed');
+  assert.equal(podQOSClass(pod({ requests: { cpu: '1000m', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } })), 'Guaranteed');
+  assert.equal(podQOSClass(pod({ requests: { cpu: '500m' } })), 'Burstable');
+});
+
+test('pull policy defaults and image name checks', () => {
+  assert.equal(effectivePullPolicy({ name: 'c', image: 'nodelet.test/busybox:1' }), 'IfNotPresent');
+  assert.equal(effectivePullPolicy({ name: 'c', image: 'nodelet.test/busybox' }), 'Always');
+  assert.equal(effectivePullPolicy({ name: 'c', image: 'nodelet.test/busybox:latest' }), 'Always');
+  assert.equal(effectivePullPolicy({ name: 'c', image: 'localhost:5000/busybox' }), 'Always');
+  assert.equal(effectivePullPolicy({ name: 'c', image: 'x', imagePullPolicy: 'Never' }), 'Never');
+  assert.ok(validImageName('nodelet.test/busybox:1'));
+  assert.ok(validImageName('localhost:5000/a/b@sha256:abc'));
+  assert.ok(!validImageName('nodelet.test/UPPER CASE:1'));
+  assert.ok(!validImageName('nodelet.test/Upper:1'));
+});

@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 NODE_BIN := node_modules/.bin
 
-.PHONY: help setup build proto cluster-up cluster-down agent-up agent-down test test-unit test-integration clean
+.PHONY: help setup build proto cluster-up cluster-down agent-up agent-down bench test test-unit test-integration clean
 
 help:
 	@echo "make setup         install Debian/npm packages and build the Go test binaries (cached in ~/.cache/nodelet)"
@@ -14,6 +14,7 @@ help:
 	@echo "make cluster-up    start etcd, kube-apiserver and containerd under .cluster/ (idempotent)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
+	@echo "make bench         measure pod start latency (create -> Ready) against the CRI floor; writes bench/results/latest.json"
 	@echo "make proto         refresh proto/api.proto from k8s.io/cri-api and regenerate its TypeScript types"
 
 setup:
@@ -47,6 +48,11 @@ test-unit: build
 
 test-integration: build
 	node --test --test-concurrency=1 --test-reporter=spec dist/test/integration
+
+# Pod start latency through nodelet against the CRI floor; brings the test cluster up if it is not.
+bench: setup build
+	hack/cluster-up.sh
+	node dist/bench/start-latency.js
 
 # The whole suite on a fresh machine; the cluster is stopped even when tests fail.
 test:

@@ -205,3 +205,18 @@ test('changing a container image in place: killed as "definition changed" and st
   assert.equal(killing?.message, 'Container c definition changed, will be restarted');
   assert.equal(killing?.involvedObject.fieldPath, 'spec.containers{c}');
 });
+
+test('/metrics serves the kubelet\'s metric names with real observations, /healthz answers ok', async () => {
+  const health = await fetch(`http://127.0.0.1:${agent.port}/healthz`);
+  assert.equal(await health.text(), 'ok');
+  const text = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+  const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  assert.ok(value(/^kubelet_started_pods_total (\d+)/m) >= 5, 'started pods counted');
+  assert.ok(value(/^kubelet_started_containers_total\{container_type="container"\} (\d+)/m) >= 5);
+  assert.ok(value(/^kubelet_started_containers_total\{container_type="init_container"\} (\d+)/m) >= 2);
+  assert.ok(value(/^kubelet_pleg_relist_duration_seconds_count (\d+)/m) > 10, 'PLEG relists measured');
+  assert.ok(value(/^kubelet_runtime_operations_duration_seconds_count\{operation_type="run_pod_sandbox"\} (\d+)/m) >= 5);
+  assert.ok(value(/^kubelet_pod_worker_duration_seconds_count\{operation="create"\} (\d+)/m) >= 5);
+  assert.ok(value(/^kubelet_pod_start_duration_seconds_count (\d+)/m) >= 1);
+  assert.match(text, /^process_resident_memory_bytes \d+/m);
+});

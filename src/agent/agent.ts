@@ -11,7 +11,8 @@ import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
-import { Backoff, CRASH_LOOP_INITIAL_MS, CRASH_LOOP_MAX_MS } from '../runtime/backoff.js';
+import { Backoff } from '../runtime/backoff.js';
+import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
 import { defaultGCPolicy, garbageCollect } from '../runtime/gc.js';
@@ -22,24 +23,15 @@ import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { runningPodFromStatus } from '../runtime/types.js';
 import { AgentServer } from '../server/http.js';
+import { NodeController } from '../kube/node-controller.js';
+import { podRef } from '../kube/object-ref.js';
+import { admitPod } from '../pods/admission.js';
+import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 
-export interface AgentOptions {
-  nodeName: string;
-  kubeconfig?: string;
-  runtimeEndpoint: string;
-  podLogRoot: string;
-  nodeIP?: string;
-  serveAddress: string;
-  servePort: number;
-  resyncIntervalMs: number;
-  informerResyncMs: number;
-  plegRelistMs: number;
-  maxConcurrentSyncs: number;
-  cpuCFSQuota: boolean;
-  allowPrivileged: boolean;
+export interface AgentDeps {
   logger: Logger;
   clock?: Clock;
 }
@@ -70,12 +62,19 @@ export class Agent implements PodSyncer {
   private readonly loops: Array<{ timer?: Timer }> = [];
   private stopping = false;
   private housekeepingRunning = false;
+  private nodeController?: NodeController;
+  /** Pods refused by admission: they never reach a worker. */
+  private readonly rejected = new Set<string>();
   private sourcesReady = false;
   port = 0;
 
-  constructor(private readonly opts: AgentOptions) {
-    this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger;
+  constructor(
+    private readonly config: NodeletConfig,
+    deps: AgentDeps,
+  ) {
+    const opts = config;
+    this.clock = deps.clock ?? realClock;
+    this.logger = deps.logger;
     this.cri = new CriClient(opts.runtimeEndpoint, { observer: this.metrics.criObserver() });
     this.kube = opts.kubeconfig ? KubeClient.fromFile(opts.kubeconfig) : KubeClient.inCluster();
     this.recorder = new ApiEventRecorder({ api: this.kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics });
@@ -85,10 +84,12 @@ export class Agent implements PodSyncer {
       clock: this.clock,
       logger: this.logger,
       metrics: this.metrics,
-      resyncIntervalMs: opts.resyncIntervalMs,
+      resyncIntervalMs: opts.syncFrequencyMs,
+      backoffInitialMs: opts.podWorkerBackOff.initialMs,
+      backoffMaxMs: opts.podWorkerBackOff.maxMs,
       maxConcurrentSyncs: opts.maxConcurrentSyncs,
     });
-    const onPod = (type: UpdateType) => (pod: V1Pod) => this.workers.updatePod(pod, type);
+    const onPod = (type: UpdateType) => (pod: V1Pod) => this.handlePod(pod, type);
     this.reflector = new PodReflector({
       api: this.kube,
       stream: clientNodeWatch(this.kube.config),
@@ -99,7 +100,7 @@ export class Agent implements PodSyncer {
       handler: {
         onAdd: (pod) => {
           if (!this.firstSeen.has(pod.metadata?.uid ?? '')) this.firstSeen.set(pod.metadata?.uid ?? '', this.clock.now());
-          onPod('create')(pod);
+          this.handlePod(pod, 'create');
         },
         onUpdate: onPod('update'),
         onDelete: onPod('delete'),
@@ -115,7 +116,7 @@ export class Agent implements PodSyncer {
       clock: this.clock,
       logger: this.logger,
       metrics: this.metrics,
-      relistPeriodMs: opts.plegRelistMs,
+      relistPeriodMs: opts.plegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
     });
     this.server = new AgentServer({
@@ -133,10 +134,19 @@ export class Agent implements PodSyncer {
     this.deps = {
       runtime: this.cri,
       images: this.cri,
-      imageManager: new ImageManager({ images: this.cri, recorder: this.recorder, clock: this.clock }),
+      imageManager: new ImageManager({
+        images: this.cri,
+        recorder: this.recorder,
+        clock: this.clock,
+        serializePulls: this.config.serializeImagePulls,
+        backoffInitialMs: this.config.imagePullBackOff.initialMs,
+        backoffMaxMs: this.config.imagePullBackOff.maxMs,
+        pullQPS: this.config.imagePullQPS,
+        pullBurst: this.config.imagePullBurst,
+      }),
       runtimeName: version.runtime_name,
-      nodeName: this.opts.nodeName,
-      nodeIP: this.opts.nodeIP ?? defaultNodeIP(),
+      nodeName: this.config.nodeName,
+      nodeIP: this.config.nodeIP || defaultNodeIP(),
       recorder: this.recorder,
       clock: this.clock,
       logger: this.logger,
@@ -148,18 +158,30 @@ export class Agent implements PodSyncer {
       },
       probes: { liveness: noProbeResults, startup: noProbeResults },
       configSource: this.kube,
-      podLogRoot: this.opts.podLogRoot,
-      cpuCFSQuota: this.opts.cpuCFSQuota,
-      allowPrivileged: this.opts.allowPrivileged,
-      crashLoopBackoff: new Backoff(this.clock, CRASH_LOOP_INITIAL_MS, CRASH_LOOP_MAX_MS),
+      podLogRoot: this.config.podLogRoot,
+      cpuCFSQuota: this.config.cpuCFSQuota,
+      allowPrivileged: this.config.allowPrivileged,
+      crashLoopBackoff: new Backoff(this.clock, this.config.crashLoopBackOff.initialMs, this.config.crashLoopBackOff.maxMs),
       memoryCapacity: os.totalmem(),
     };
-    this.port = await this.server.listen(this.opts.serveAddress, this.opts.servePort);
+    this.port = await this.server.listen(this.config.address, this.config.port);
+    this.nodeController = new NodeController({
+      api: this.kube,
+      runtime: this.cri,
+      config: this.config,
+      nodeIP: this.deps.nodeIP,
+      kubeletVersion: `v${NODELET_VERSION}-nodelet`,
+      port: () => this.port,
+      clock: this.clock,
+      logger: this.logger,
+    });
+    // Admission needs the node's allocatable: the node is registered before pods are taken.
+    await this.nodeController.start();
     this.pleg.start();
     this.reflector.start();
     this.every(2000, () => this.housekeeping());
     this.every(60_000, () => this.collectGarbage());
-    this.logger.info('nodelet started', { node: this.opts.nodeName, port: this.port });
+    this.logger.info('nodelet started', { node: this.config.nodeName, port: this.port });
   }
 
   /** Stops sources and workers; running pods are left running (a restarted agent adopts them). */
@@ -169,6 +191,7 @@ export class Agent implements PodSyncer {
     await this.reflector.stop();
     await this.pleg.stop();
     await this.workers.stop();
+    await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
     await this.server.close();
     this.cri.close();
@@ -189,10 +212,54 @@ export class Agent implements PodSyncer {
     return { ok: true, detail: 'ok' };
   }
 
+  /** Pod source events: admission for pods new to this agent, then the pod workers. */
+  private handlePod(pod: V1Pod, type: UpdateType): void {
+    const uid = pod.metadata?.uid ?? '';
+    if (this.rejected.has(uid)) {
+      if (type === 'delete') this.rejected.delete(uid);
+      else if (pod.metadata?.deletionTimestamp) void this.deleteFromApi(pod);
+      return;
+    }
+    if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
+      const node = this.nodeController?.nodeObject;
+      const verdict = node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
+      if (!verdict.admit) {
+        this.reject(pod, verdict.reason, verdict.message);
+        return;
+      }
+    }
+    this.workers.updatePod(pod, type);
+  }
+
+  private reject(pod: V1Pod, reason: string, message: string): void {
+    this.rejected.add(pod.metadata?.uid ?? '');
+    this.logger.warn('pod rejected by admission', { ...podFields(pod), reason, message });
+    this.recorder.event(podRef(pod), 'Warning', reason, message);
+    this.statusManager.setPodStatus(pod, {
+      ...(pod.status ?? {}),
+      phase: 'Failed',
+      reason,
+      message,
+      hostIP: this.deps.nodeIP,
+      startTime: pod.status?.startTime ?? new Date(this.clock.now()),
+    });
+  }
+
+  private async deleteFromApi(pod: V1Pod): Promise<void> {
+    try {
+      await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', pod.metadata?.uid ?? '');
+    } catch (err) {
+      const code = httpCode(err);
+      if (code !== 404 && code !== 409) this.logger.warn('delete of a rejected pod failed', { ...podFields(pod), error: apiErrorMessage(err) });
+    }
+  }
+
   // PodSyncer
 
   async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {
     const uid = pod.metadata?.uid ?? '';
+    // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
+    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const before = await getPodStatus(this.deps, uid, name, namespace);
     const pre = generateAPIPodStatus({ pod, runtime: before, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now() });

@@ -45,16 +45,50 @@ export interface ImageManagerOptions {
   serializePulls?: boolean;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
+  /** Pulls started per second on average, with bursts up to pullBurst (the kubelet's registryPullQPS/Burst); 0 = unlimited. */
+  pullQPS?: number;
+  pullBurst?: number;
+}
+
+/** A token bucket on an injected clock: take() waits for a token. */
+export class TokenBucket {
+  private tokens: number;
+  private updated: number;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly qps: number,
+    private readonly burst: number,
+  ) {
+    this.tokens = burst;
+    this.updated = clock.now();
+  }
+
+  async take(): Promise<void> {
+    if (this.qps <= 0) return;
+    for (;;) {
+      const now = this.clock.now();
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.updated) / 1000) * this.qps);
+      this.updated = now;
+      if (this.tokens >= 1) {
+        this.tokens -= 1;
+        return;
+      }
+      await this.clock.sleep(Math.ceil(((1 - this.tokens) / this.qps) * 1000));
+    }
+  }
 }
 
 export class ImageManager {
   private readonly pullLock = new Mutex();
   private readonly backoff: Backoff;
   private readonly serialize: boolean;
+  private readonly limiter: TokenBucket;
 
   constructor(private readonly opts: ImageManagerOptions) {
     this.backoff = new Backoff(opts.clock, opts.backoffInitialMs ?? 10_000, opts.backoffMaxMs ?? 300_000);
     this.serialize = opts.serializePulls ?? true;
+    this.limiter = new TokenBucket(opts.clock, opts.pullQPS ?? 5, opts.pullBurst ?? 10);
   }
 
   /** Returns the image reference (ID) to create the container from, or throws a SyncError with the kubelet's reason. */
@@ -96,7 +130,10 @@ export class ImageManager {
     recorder.event(ref, 'Normal', EventReasons.PullingImage, `Pulling image "${image}"`);
     const started = this.opts.clock.now();
     try {
-      const pull = () => this.opts.images.pullImage({ image }, auth, sandboxConfig);
+      const pull = async () => {
+        await this.limiter.take();
+        return this.opts.images.pullImage({ image }, auth, sandboxConfig);
+      };
       const imageRef = this.serialize ? await this.pullLock.runExclusive(pull) : await pull();
       const seconds = (this.opts.clock.now() - started) / 1000;
       recorder.event(ref, 'Normal', EventReasons.PulledImage, `Successfully pulled image "${image}" in ${seconds.toFixed(3)}s`);

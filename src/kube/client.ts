@@ -1,6 +1,6 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
 import * as k8s from '@kubernetes/client-node';
-import type { CoreV1Event, V1ConfigMap, V1Pod, V1PodList, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 
 export class ApiError extends Error {
   constructor(readonly code: number, message: string, options?: { cause?: unknown }) {
@@ -45,12 +45,64 @@ export interface EventApi {
   patchEvent(namespace: string, name: string, patch: object): Promise<CoreV1Event>;
 }
 
-export class KubeClient implements PodApi, EventApi {
+export interface NodeApi {
+  /** undefined when the node does not exist. */
+  getNode(name: string): Promise<V1Node | undefined>;
+  createNode(node: V1Node): Promise<V1Node>;
+  patchNode(name: string, patch: object): Promise<V1Node>;
+  patchNodeStatus(name: string, status: V1NodeStatus): Promise<V1Node>;
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
+  createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
+  /** Replaces the lease (optimistic concurrency through its resourceVersion). */
+  replaceLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
+}
+
+export class KubeClient implements PodApi, EventApi, NodeApi {
   readonly core: k8s.CoreV1Api;
+  readonly coordination: k8s.CoordinationV1Api;
   private readonly mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
   constructor(readonly config: k8s.KubeConfig) {
     this.core = config.makeApiClient(k8s.CoreV1Api);
+    this.coordination = config.makeApiClient(k8s.CoordinationV1Api);
+  }
+
+  async getNode(name: string): Promise<V1Node | undefined> {
+    try {
+      return await this.core.readNode({ name });
+    } catch (err) {
+      if (httpCode(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  createNode(node: V1Node): Promise<V1Node> {
+    return this.core.createNode({ body: node });
+  }
+
+  patchNode(name: string, patch: object): Promise<V1Node> {
+    return this.core.patchNode({ name, body: patch }, this.mergePatch);
+  }
+
+  patchNodeStatus(name: string, status: V1NodeStatus): Promise<V1Node> {
+    return this.core.patchNodeStatus({ name, body: { status } }, this.mergePatch);
+  }
+
+  async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    try {
+      return await this.coordination.readNamespacedLease({ name, namespace });
+    } catch (err) {
+      if (httpCode(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return this.coordination.createNamespacedLease({ namespace, body: lease });
+  }
+
+  replaceLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return this.coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace, body: lease });
   }
 
   static fromFile(path: string): KubeClient {

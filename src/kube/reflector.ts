@@ -143,7 +143,10 @@ export class PodReflector {
     this.stats.lists++;
     const list = await this.opts.api.listPods(this.fieldSelector);
     const seen = new Set<string>();
-    for (const pod of list.items) {
+    // Oldest first, as the kubelet admits pods: after a restart, what already runs is admitted before newcomers.
+    const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
+    const items = [...list.items].sort((a, b) => created(a) - created(b));
+    for (const pod of items) {
       const uid = pod.metadata?.uid ?? '';
       seen.add(uid);
       const old = this.store.get(uid);

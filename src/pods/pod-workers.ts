@@ -119,6 +119,11 @@ export class PodWorkers {
     return this.work.has(uid);
   }
 
+  /** Pods admitted and not yet terminated: what admission counts as running here. */
+  activePods(): V1Pod[] {
+    return [...this.work.values()].filter((w) => w.phase !== 'terminated').map((w) => w.pod);
+  }
+
   phaseOf(uid: string): PodPhaseOfWork | undefined {
     return this.work.get(uid)?.phase;
   }

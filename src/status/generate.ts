@@ -150,7 +150,9 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const hasInit = inits.length > 0;
   const initStatuses = containerStatuses(inits, input, old.initContainerStatuses, 'PodInitializing');
   const regularStatuses = containerStatuses(pod.spec?.containers ?? [], input, old.containerStatuses, hasInit ? 'PodInitializing' : 'ContainerCreating');
-  const phase = podPhase(pod, initStatuses, regularStatuses);
+  let phase = podPhase(pod, initStatuses, regularStatuses);
+  // A finished pod stays finished (the status manager refuses a terminal -> non-terminal change).
+  if ((old.phase === 'Succeeded' || old.phase === 'Failed') && phase !== 'Succeeded' && phase !== 'Failed') phase = old.phase;
 
   const newest = runtime.sandboxStatuses[0];
   const sandboxReady = newest?.state === 'SANDBOX_READY' && (pod.spec?.hostNetwork === true || !!newest.network?.ip);

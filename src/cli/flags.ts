@@ -1,0 +1,77 @@
+// Command-line flags of `nodelet run`: each one sets a field of the config file, and wins over it.
+import { applyFields, ConfigError, defaultConfig, finalizeConfig, loadConfigFile, type NodeletConfig } from '../config/config.js';
+
+export class UsageError extends Error {}
+
+type FlagType = 'string' | 'int' | 'number' | 'bool' | 'duration';
+
+/** flag -> [config file field, type, help] */
+export const runFlags: Record<string, [string, FlagType, string]> = {
+  'node-name': ['nodeName', 'string', 'the node this agent serves (pods with spec.nodeName=NAME)'],
+  kubeconfig: ['kubeconfig', 'string', 'kubeconfig of the API server (default: in-cluster service account)'],
+  'runtime-endpoint': ['runtimeEndpoint', 'string', 'CRI endpoint, unix:///path/to/socket'],
+  'pod-log-root': ['podLogRoot', 'string', 'root of container logs (default /var/log/pods)'],
+  'node-ip': ['nodeIP', 'string', "the node's IP (default: first non-loopback IPv4)"],
+  address: ['address', 'string', 'address of /healthz, /metrics, /pods (default 127.0.0.1)'],
+  port: ['port', 'int', 'port of /healthz, /metrics, /pods (default 10250; 0 picks one)'],
+  'resync-interval': ['syncFrequency', 'duration', 'pod resync period (default 1m)'],
+  'informer-resync': ['informerResync', 'duration', 'pod source resync period (default 1m)'],
+  'pleg-relist': ['plegRelistPeriod', 'duration', 'PLEG relist period (default 1s)'],
+  'max-concurrent-syncs': ['maxConcurrentSyncs', 'int', 'syncs running at once (default 16)'],
+  'max-pods': ['maxPods', 'int', 'pods admitted on the node (default 110)'],
+  'cpu-cfs-quota': ['cpuCFSQuota', 'bool', 'enforce CPU limits with CFS quota (default true)'],
+  'allow-privileged': ['allowPrivileged', 'bool', 'let securityContext.privileged take effect (default false)'],
+  'node-status-update-frequency': ['nodeStatusUpdateFrequency', 'duration', 'how often node status is computed (default 10s)'],
+  'log-level': ['logLevel', 'string', 'error|warn|info|debug (default info)'],
+  'log-format': ['logFormat', 'string', 'json|text (default: text on a terminal, else json)'],
+};
+
+export function flagsHelp(): string {
+  const line = (flag: string, arg: string, help: string) => `  --${`${flag} ${arg}`.padEnd(38)} ${help}`;
+  return [
+    line('config', 'FILE', 'the NodeletConfiguration file (flags override it)'),
+    ...Object.entries(runFlags).map(([flag, [, type, help]]) => line(flag, type.toUpperCase(), help)),
+  ].join('\n');
+}
+
+function typed(flag: string, type: FlagType, value: string): unknown {
+  switch (type) {
+    case 'int':
+    case 'number':
+      if (!/^-?\d+(\.\d+)?$/.test(value)) throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(value)}`);
+      return Number(value);
+    case 'bool':
+      if (value !== 'true' && value !== 'false') throw new UsageError(`--${flag}: expected true or false, got ${JSON.stringify(value)}`);
+      return value === 'true';
+    default:
+      return value;
+  }
+}
+
+/** Parses `run`'s arguments: --config FILE, then flags over it. Throws UsageError or ConfigError. */
+export function parseRunArgs(args: string[], env: NodeJS.ProcessEnv = process.env): NodeletConfig {
+  const values: Array<[string, string]> = [];
+  let configFile: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(a)} (see nodelet --help)`);
+    const eq = a.indexOf('=');
+    const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+    const value = eq > 0 ? a.slice(eq + 1) : args[++i];
+    if (value === undefined) throw new UsageError(`--${name} needs a value`);
+    if (name === 'config') configFile = value;
+    else if (runFlags[name]) values.push([name, value]);
+    else throw new UsageError(`unknown flag --${name} (see nodelet --help)`);
+  }
+  let config = configFile ? loadConfigFile(configFile, env) : defaultConfig();
+  for (const [flag, value] of values) {
+    const [field, type] = runFlags[flag]!;
+    try {
+      config = applyFields(config, { [field]: typed(flag, type, value) }, env);
+    } catch (err) {
+      if (err instanceof ConfigError) throw new UsageError(`--${flag}: ${err.message.replace(/^[\w.[\]]+: /, '')}`);
+      throw err;
+    }
+  }
+  return finalizeConfig(config);
+}

@@ -1,0 +1,327 @@
+// NodeletConfiguration: one YAML file holding every setting, flags overriding the file, and
+// $(VAR) references filled from the environment. Anything wrong is refused with one line that
+// names the field (ConfigError; the CLI turns it into exit code 2).
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { parseQuantity } from '../util/quantity.js';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export interface ResourceList {
+  cpu?: string;
+  memory?: string;
+  'ephemeral-storage'?: string;
+  pods?: string;
+}
+
+export interface BackoffConfig {
+  initialMs: number;
+  maxMs: number;
+}
+
+export interface NodeletConfig {
+  nodeName: string;
+  /** Path of a kubeconfig; empty means the in-cluster service account. */
+  kubeconfig: string;
+  runtimeEndpoint: string;
+  podLogRoot: string;
+  nodeIP: string;
+  address: string;
+  port: number;
+  syncFrequencyMs: number;
+  informerResyncMs: number;
+  plegRelistPeriodMs: number;
+  maxConcurrentSyncs: number;
+  crashLoopBackOff: BackoffConfig;
+  podWorkerBackOff: BackoffConfig;
+  imagePullBackOff: BackoffConfig;
+  imagePullQPS: number;
+  imagePullBurst: number;
+  serializeImagePulls: boolean;
+  maxPods: number;
+  systemReserved: ResourceList;
+  kubeReserved: ResourceList;
+  /** Overrides of what is measured from the host. */
+  capacity: ResourceList;
+  evictionHard: { memoryAvailable: string; nodefsAvailable: string; pidAvailable: string };
+  nodeLabels: Record<string, string>;
+  registerWithTaints: Taint[];
+  allowPrivileged: boolean;
+  cpuCFSQuota: boolean;
+  logLevel: 'error' | 'warn' | 'info' | 'debug';
+  logFormat: 'json' | 'text' | '';
+  nodeStatusUpdateFrequencyMs: number;
+  nodeStatusReportFrequencyMs: number;
+  nodeLeaseDurationSeconds: number;
+  nodeLeaseRenewIntervalMs: number;
+  markUnschedulableOnShutdown: boolean;
+}
+
+export function defaultConfig(): NodeletConfig {
+  return {
+    nodeName: '',
+    kubeconfig: '',
+    runtimeEndpoint: 'unix:///run/containerd/containerd.sock',
+    podLogRoot: '/var/log/pods',
+    nodeIP: '',
+    address: '127.0.0.1',
+    port: 10250,
+    syncFrequencyMs: 60_000,
+    informerResyncMs: 60_000,
+    plegRelistPeriodMs: 1000,
+    maxConcurrentSyncs: 16,
+    crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
+    podWorkerBackOff: { initialMs: 1000, maxMs: 300_000 },
+    imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
+    imagePullQPS: 5,
+    imagePullBurst: 10,
+    serializeImagePulls: true,
+    maxPods: 110,
+    systemReserved: {},
+    kubeReserved: {},
+    capacity: {},
+    evictionHard: { memoryAvailable: '100Mi', nodefsAvailable: '10%', pidAvailable: '5%' },
+    nodeLabels: {},
+    registerWithTaints: [],
+    allowPrivileged: false,
+    cpuCFSQuota: true,
+    logLevel: 'info',
+    logFormat: '',
+    nodeStatusUpdateFrequencyMs: 10_000,
+    nodeStatusReportFrequencyMs: 300_000,
+    nodeLeaseDurationSeconds: 40,
+    nodeLeaseRenewIntervalMs: 10_000,
+    markUnschedulableOnShutdown: false,
+  };
+}
+
+/** "1m30s", "500ms", "10s" (Go's duration syntax, the kubelet config's). */
+export function parseDuration(text: string): number | undefined {
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return undefined;
+  let total = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  return total;
+}
+
+/** Replaces $(NAME) with the environment variable NAME; a missing variable is an error naming the field. */
+export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv): string {
+  return value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_m, name: string) => {
+    const v = env[name];
+    if (v === undefined || v === '') throw new ConfigError(`${field}: environment variable ${name} is not set (referenced as $(${name}))`);
+    return v;
+  });
+}
+
+type Kind = 'string' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum';
+
+interface FieldSpec {
+  kind: Kind;
+  /** The NodeletConfig property it fills (defaults to the same name). */
+  prop?: keyof NodeletConfig;
+  min?: number;
+  max?: number;
+  values?: string[];
+}
+
+/** The file's fields, as written in YAML (durations as strings: `syncFrequency: 1m`). */
+const fields: Record<string, FieldSpec> = {
+  nodeName: { kind: 'string' },
+  kubeconfig: { kind: 'string' },
+  runtimeEndpoint: { kind: 'endpoint' },
+  podLogRoot: { kind: 'string' },
+  nodeIP: { kind: 'string' },
+  address: { kind: 'string' },
+  port: { kind: 'int', min: 0, max: 65535 },
+  syncFrequency: { kind: 'duration', prop: 'syncFrequencyMs', min: 1000 },
+  informerResync: { kind: 'duration', prop: 'informerResyncMs', min: 0 },
+  plegRelistPeriod: { kind: 'duration', prop: 'plegRelistPeriodMs', min: 100 },
+  maxConcurrentSyncs: { kind: 'int', min: 1, max: 1000 },
+  crashLoopBackOff: { kind: 'backoff' },
+  podWorkerBackOff: { kind: 'backoff' },
+  imagePullBackOff: { kind: 'backoff' },
+  imagePullQPS: { kind: 'number', min: 0, max: 1000 },
+  imagePullBurst: { kind: 'int', min: 1, max: 1000 },
+  serializeImagePulls: { kind: 'bool' },
+  maxPods: { kind: 'int', min: 1, max: 10000 },
+  systemReserved: { kind: 'quantityMap' },
+  kubeReserved: { kind: 'quantityMap' },
+  capacity: { kind: 'quantityMap' },
+  evictionHard: { kind: 'eviction' },
+  nodeLabels: { kind: 'stringMap' },
+  registerWithTaints: { kind: 'taints' },
+  allowPrivileged: { kind: 'bool' },
+  cpuCFSQuota: { kind: 'bool' },
+  logLevel: { kind: 'enum', values: ['error', 'warn', 'info', 'debug'] },
+  logFormat: { kind: 'enum', values: ['json', 'text'] },
+  nodeStatusUpdateFrequency: { kind: 'duration', prop: 'nodeStatusUpdateFrequencyMs', min: 1000 },
+  nodeStatusReportFrequency: { kind: 'duration', prop: 'nodeStatusReportFrequencyMs', min: 1000 },
+  nodeLeaseDurationSeconds: { kind: 'int', min: 1, max: 3600 },
+  nodeLeaseRenewInterval: { kind: 'duration', prop: 'nodeLeaseRenewIntervalMs', min: 100 },
+  markUnschedulableOnShutdown: { kind: 'bool' },
+};
+
+export const configFieldNames = Object.keys(fields);
+
+const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a map' : `${typeof v} ${JSON.stringify(v)}`);
+
+function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.ProcessEnv): unknown {
+  const fail = (want: string): never => {
+    throw new ConfigError(`${field}: expected ${want}, got ${typeName(raw)}`);
+  };
+  const range = (n: number, unit = '') => {
+    if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
+      throw new ConfigError(`${field}: ${n}${unit} is out of range (${spec.min ?? '-inf'}${unit} to ${spec.max ?? 'inf'}${unit})`);
+    }
+    return n;
+  };
+  switch (spec.kind) {
+    case 'string':
+      return typeof raw === 'string' ? expandEnv(raw, field, env) : fail('a string');
+    case 'endpoint': {
+      if (typeof raw !== 'string') return fail('a string');
+      const v = expandEnv(raw, field, env);
+      if (!/^unix:\/\/\/./.test(v)) throw new ConfigError(`${field}: expected unix:///path/to/socket, got ${JSON.stringify(v)}`);
+      return v;
+    }
+    case 'int':
+      return typeof raw === 'number' && Number.isInteger(raw) ? range(raw) : fail('an integer');
+    case 'number':
+      return typeof raw === 'number' && Number.isFinite(raw) ? range(raw) : fail('a number');
+    case 'bool':
+      return typeof raw === 'boolean' ? raw : fail('true or false');
+    case 'enum':
+      return typeof raw === 'string' && spec.values!.includes(raw) ? raw : fail(`one of ${spec.values!.join(', ')}`);
+    case 'duration': {
+      if (typeof raw !== 'string') return fail('a duration such as 10s or 1m');
+      const ms = parseDuration(raw);
+      if (ms === undefined) return fail('a duration such as 10s or 1m');
+      if (spec.min !== undefined && ms < spec.min) throw new ConfigError(`${field}: ${raw} is too short (minimum ${spec.min} ms)`);
+      return ms;
+    }
+    case 'backoff': {
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map with initial and max');
+      const o = raw as Record<string, unknown>;
+      for (const k of Object.keys(o)) if (k !== 'initial' && k !== 'max') throw new ConfigError(`${field}.${k}: unknown field`);
+      const initialMs = convert(`${field}.initial`, { kind: 'duration', min: 1 }, o.initial ?? '10s', env) as number;
+      const maxMs = convert(`${field}.max`, { kind: 'duration', min: 1 }, o.max ?? '5m', env) as number;
+      if (maxMs < initialMs) throw new ConfigError(`${field}.max: must not be below ${field}.initial`);
+      return { initialMs, maxMs };
+    }
+    case 'quantityMap': {
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map of resource quantities');
+      const out: Record<string, string> = {};
+      for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+        if (!['cpu', 'memory', 'ephemeral-storage', 'pods'].includes(k)) throw new ConfigError(`${field}.${k}: unknown resource (cpu, memory, ephemeral-storage, pods)`);
+        const text = typeof v === 'number' ? String(v) : v;
+        if (typeof text !== 'string') throw new ConfigError(`${field}.${k}: expected a quantity, got ${typeName(v)}`);
+        let q: number;
+        try {
+          q = parseQuantity(text);
+        } catch {
+          throw new ConfigError(`${field}.${k}: invalid quantity ${JSON.stringify(text)}`);
+        }
+        if (q < 0) throw new ConfigError(`${field}.${k}: must not be negative`);
+        out[k] = text;
+      }
+      return out;
+    }
+    case 'stringMap': {
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map of strings');
+      const out: Record<string, string> = {};
+      for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+        if (typeof v !== 'string') throw new ConfigError(`${field}.${k}: expected a string, got ${typeName(v)}`);
+        out[k] = expandEnv(v, `${field}.${k}`, env);
+      }
+      return out;
+    }
+    case 'taints': {
+      if (!Array.isArray(raw)) return fail('a list of taints');
+      return raw.map((t, i) => {
+        const f = `${field}[${i}]`;
+        if (!t || typeof t !== 'object') throw new ConfigError(`${f}: expected a taint {key, value, effect}`);
+        const o = t as Record<string, unknown>;
+        for (const k of Object.keys(o)) if (!['key', 'value', 'effect'].includes(k)) throw new ConfigError(`${f}.${k}: unknown field`);
+        if (typeof o.key !== 'string' || !o.key) throw new ConfigError(`${f}.key: expected a non-empty string`);
+        if (o.value !== undefined && typeof o.value !== 'string') throw new ConfigError(`${f}.value: expected a string`);
+        if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(o.effect as string)) throw new ConfigError(`${f}.effect: expected NoSchedule, PreferNoSchedule or NoExecute`);
+        return { key: o.key, value: o.value as string | undefined, effect: o.effect as Taint['effect'] };
+      });
+    }
+    case 'eviction': {
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map of thresholds');
+      const out = { ...defaultConfig().evictionHard };
+      for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (memoryAvailable, nodefsAvailable, pidAvailable)`);
+        if (typeof v !== 'string' || !(/^\d+(\.\d+)?%$/.test(v) || safeQuantity(v))) throw new ConfigError(`${field}.${k}: expected a quantity or a percentage, got ${typeName(v)}`);
+        out[k as keyof typeof out] = v;
+      }
+      return out;
+    }
+  }
+}
+
+function safeQuantity(v: string): boolean {
+  try {
+    parseQuantity(v);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Applies a map of file-style fields (as in the YAML) over `base`. */
+export function applyFields(base: NodeletConfig, doc: Record<string, unknown>, env: NodeJS.ProcessEnv): NodeletConfig {
+  const out = { ...base } as Record<string, unknown>;
+  for (const [key, raw] of Object.entries(doc)) {
+    const spec = fields[key];
+    if (!spec) throw new ConfigError(`unknown field "${key}"`);
+    out[spec.prop ?? key] = convert(key, spec, raw, env);
+  }
+  return out as unknown as NodeletConfig;
+}
+
+/** Reads and validates a NodeletConfiguration file. */
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): NodeletConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`${path}: invalid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`${path}: expected a NodeletConfiguration document`);
+  const { apiVersion, kind, ...rest } = doc as Record<string, unknown>;
+  if (apiVersion !== 'nodelet.io/v1alpha1') throw new ConfigError(`${path}: apiVersion: expected nodelet.io/v1alpha1, got ${typeName(apiVersion)}`);
+  if (kind !== 'NodeletConfiguration') throw new ConfigError(`${path}: kind: expected NodeletConfiguration, got ${typeName(kind)}`);
+  try {
+    return applyFields(defaultConfig(), rest, env);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${path}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Checks what must hold once file and flags are combined. */
+export function finalizeConfig(c: NodeletConfig): NodeletConfig {
+  if (!c.nodeName) throw new ConfigError('nodeName: required (in the config file or --node-name)');
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(c.nodeName) || c.nodeName.length > 253) {
+    throw new ConfigError(`nodeName: ${JSON.stringify(c.nodeName)} is not a valid node name (lower-case DNS subdomain)`);
+  }
+  return c;
+}

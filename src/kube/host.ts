@@ -1,0 +1,105 @@
+// What the node is made of, read from the host: capacity, identity and pressure signals.
+import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import os from 'node:os';
+
+function readTrim(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+export interface HostInfo {
+  hostname: string;
+  machineID: string;
+  systemUUID: string;
+  bootID: string;
+  kernelVersion: string;
+  osImage: string;
+  operatingSystem: string;
+  architecture: string;
+  cpus: number;
+  memoryBytes: number;
+  /** Size of the filesystem holding the pod logs (the node filesystem). */
+  ephemeralStorageBytes: number;
+}
+
+export function goArch(nodeArch: string): string {
+  return ({ x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x' } as Record<string, string>)[nodeArch] ?? nodeArch;
+}
+
+function osImage(): string {
+  const text = readTrim('/etc/os-release');
+  const m = /^PRETTY_NAME="?([^"\n]*)"?$/m.exec(text);
+  return m?.[1] ?? `${os.type()} ${os.release()}`;
+}
+
+function fsSize(path: string): { size: number; avail: number } {
+  try {
+    const s = statfsSync(path);
+    return { size: s.blocks * s.bsize, avail: s.bavail * s.bsize };
+  } catch {
+    return { size: 0, avail: 0 };
+  }
+}
+
+/** The first existing ancestor of `path` (the pod log root may not exist yet). */
+function existing(path: string): string {
+  let p = path;
+  for (;;) {
+    try {
+      statfsSync(p);
+      return p;
+    } catch {
+      const parent = p.replace(/\/[^/]*$/, '') || '/';
+      if (parent === p) return '/';
+      p = parent;
+    }
+  }
+}
+
+export function readHostInfo(nodeFsPath: string): HostInfo {
+  return {
+    hostname: os.hostname(),
+    machineID: readTrim('/etc/machine-id') || readTrim('/var/lib/dbus/machine-id'),
+    systemUUID: readTrim('/sys/class/dmi/id/product_uuid').toLowerCase(),
+    bootID: readTrim('/proc/sys/kernel/random/boot_id'),
+    kernelVersion: os.release(),
+    osImage: osImage(),
+    operatingSystem: os.platform(),
+    architecture: goArch(os.arch()),
+    cpus: os.cpus().length,
+    memoryBytes: os.totalmem(),
+    ephemeralStorageBytes: fsSize(existing(nodeFsPath)).size,
+  };
+}
+
+export interface PressureSignals {
+  memoryAvailableBytes: number;
+  memoryTotalBytes: number;
+  nodefsAvailableBytes: number;
+  nodefsTotalBytes: number;
+  pidsUsed: number;
+  pidMax: number;
+}
+
+export function readPressureSignals(nodeFsPath: string): PressureSignals {
+  const meminfo = readTrim('/proc/meminfo');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(meminfo)?.[1] ?? 0) * 1024;
+  const fs = fsSize(existing(nodeFsPath));
+  let pids = 0;
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).length;
+  } catch {
+    pids = 0;
+  }
+  return {
+    memoryAvailableBytes: kb('MemAvailable') || os.freemem(),
+    memoryTotalBytes: kb('MemTotal') || os.totalmem(),
+    nodefsAvailableBytes: fs.avail,
+    nodefsTotalBytes: fs.size,
+    pidsUsed: pids,
+    pidMax: Number(readTrim('/proc/sys/kernel/pid_max')) || 32768,
+  };
+}

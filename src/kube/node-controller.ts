@@ -1,0 +1,226 @@
+// The node controller: registers the Node (or adopts one of the same name), keeps its status
+// (computed every nodeStatusUpdateFrequency, patched when it changed or every
+// nodeStatusReportFrequency), and renews its Lease in kube-node-lease. API errors are retried with
+// backoff; nothing here ever stops the agent.
+import { V1MicroTime, type V1Lease, type V1Node, type V1NodeStatus } from '@kubernetes/client-node';
+import type { NodeletConfig } from '../config/config.js';
+import type { RuntimeService } from '../cri/services.js';
+import type { Logger } from '../observability/logger.js';
+import type { Clock, Timer } from '../util/clock.js';
+import { apiErrorMessage, httpCode, type NodeApi } from './client.js';
+import { readHostInfo, readPressureSignals, type HostInfo, type PressureSignals } from './host.js';
+import { computeNodeStatus, newNode, nodeLabels, nodeStatusChanged, nodeTaints, type RuntimeHealth } from './node-status.js';
+
+export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+const UNSCHEDULABLE_ANNOTATION = 'nodelet.io/unschedulable-on-shutdown';
+
+export interface NodeControllerOptions {
+  api: NodeApi;
+  runtime: RuntimeService;
+  config: NodeletConfig;
+  nodeIP: string;
+  kubeletVersion: string;
+  port: () => number;
+  clock: Clock;
+  logger: Logger;
+  /** Injected for tests; read from the host otherwise. */
+  host?: () => HostInfo;
+  pressure?: () => PressureSignals;
+}
+
+/** Ready only while CRI Status says RuntimeReady and NetworkReady (the kubelet's runtime state check). */
+export async function runtimeHealth(runtime: RuntimeService): Promise<RuntimeHealth> {
+  let runtimeVersion = 'unknown://unknown';
+  try {
+    const v = await runtime.version('0.1.0');
+    runtimeVersion = `${v.runtime_name}://${v.runtime_version}`;
+    const st = await runtime.status();
+    const conds = st.status?.conditions ?? [];
+    for (const type of ['RuntimeReady', 'NetworkReady']) {
+      const c = conds.find((x) => x.type === type);
+      if (!c || !c.status) {
+        const what = type === 'RuntimeReady' ? 'container runtime not ready' : 'container runtime network not ready';
+        return { runtimeVersion, notReadyMessage: `${what}: ${type}=false reason:${c?.reason ?? ''} message:${c?.message ?? 'no such condition reported'}` };
+      }
+    }
+    return { runtimeVersion };
+  } catch (err) {
+    return { runtimeVersion, notReadyMessage: `container runtime is down: ${(err as Error).message}` };
+  }
+}
+
+export class NodeController {
+  private lastSent?: V1NodeStatus;
+  private lastSentAt = 0;
+  private lease?: V1Lease;
+  private node?: V1Node;
+  private timers: Timer[] = [];
+  private stopped = false;
+  private registered = false;
+  private readonly host: () => HostInfo;
+  private readonly pressure: () => PressureSignals;
+  readonly stats = { statusPatches: 0, leaseRenewals: 0, errors: 0 };
+
+  constructor(private readonly opts: NodeControllerOptions) {
+    this.host = opts.host ?? (() => readHostInfo(opts.config.podLogRoot));
+    this.pressure = opts.pressure ?? (() => readPressureSignals(opts.config.podLogRoot));
+  }
+
+  get nodeObject(): V1Node | undefined {
+    return this.node;
+  }
+
+  /** Registers the node and posts its first status and lease; retries until it works or stop(). */
+  async start(): Promise<void> {
+    let attempt = 0;
+    while (!this.stopped) {
+      try {
+        await this.register();
+        break;
+      } catch (err) {
+        this.stats.errors++;
+        const delay = Math.min(30_000, 500 * 2 ** attempt++);
+        this.opts.logger.warn('node registration failed, retrying', { node: this.opts.config.nodeName, error: apiErrorMessage(err), retryInMs: delay });
+        await this.opts.clock.sleep(delay);
+      }
+    }
+    await this.renewLease().catch(() => undefined);
+    this.loop(this.opts.config.nodeStatusUpdateFrequencyMs, () => this.updateStatus());
+    this.loop(this.opts.config.nodeLeaseRenewIntervalMs, () => this.renewLease());
+  }
+
+  async stop(opts: { markUnschedulable?: boolean } = {}): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) t.cancel();
+    if (opts.markUnschedulable && this.registered) {
+      try {
+        await this.opts.api.patchNode(this.opts.config.nodeName, { metadata: { annotations: { [UNSCHEDULABLE_ANNOTATION]: 'true' } }, spec: { unschedulable: true } });
+        this.opts.logger.info('node marked unschedulable on shutdown', { node: this.opts.config.nodeName });
+      } catch (err) {
+        this.opts.logger.warn('could not mark the node unschedulable', { error: apiErrorMessage(err) });
+      }
+    }
+  }
+
+  private loop(periodMs: number, fn: () => Promise<void>): void {
+    const idx = this.timers.length;
+    const tick = () => {
+      if (this.stopped) return;
+      this.timers[idx] = this.opts.clock.setTimer(periodMs, () => void fn().catch(() => undefined).finally(tick));
+    };
+    tick();
+  }
+
+  private async statusNow(previous?: V1NodeStatus): Promise<V1NodeStatus> {
+    return computeNodeStatus({
+      config: this.opts.config,
+      host: this.host(),
+      nodeIP: this.opts.nodeIP,
+      kubeletVersion: this.opts.kubeletVersion,
+      port: this.opts.port(),
+      runtime: await runtimeHealth(this.opts.runtime),
+      pressure: this.pressure(),
+      previous,
+      now: this.opts.clock.now(),
+    });
+  }
+
+  private async register(): Promise<void> {
+    const { config, api } = this.opts;
+    const existing = await api.getNode(config.nodeName);
+    if (!existing) {
+      const status = await this.statusNow();
+      const node = newNode({
+        config,
+        host: this.host(),
+        nodeIP: this.opts.nodeIP,
+        kubeletVersion: this.opts.kubeletVersion,
+        port: this.opts.port(),
+        runtime: await runtimeHealth(this.opts.runtime),
+        pressure: this.pressure(),
+        now: this.opts.clock.now(),
+      });
+      try {
+        this.node = await api.createNode(node);
+        this.opts.logger.info('node registered', { node: config.nodeName });
+      } catch (err) {
+        if (httpCode(err) !== 409) throw err;
+        this.node = await api.getNode(config.nodeName); // created meanwhile: adopt it
+      }
+      // The API ignores status on create: post it.
+      this.node = await api.patchNodeStatus(config.nodeName, status);
+      this.lastSent = status;
+      this.lastSentAt = this.opts.clock.now();
+    } else {
+      // Adopt: our labels and taints are made present; what others added stays.
+      const taints = [...(existing.spec?.taints ?? [])];
+      for (const t of nodeTaints(config)) if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push(t);
+      const patch: Record<string, unknown> = { metadata: { labels: nodeLabels(config, this.host()) }, spec: { taints } };
+      if (existing.metadata?.annotations?.[UNSCHEDULABLE_ANNOTATION]) {
+        // We cordoned it on our last shutdown: undo that now that we are back.
+        patch.metadata = { ...(patch.metadata as object), annotations: { [UNSCHEDULABLE_ANNOTATION]: null } };
+        patch.spec = { ...(patch.spec as object), unschedulable: false };
+      }
+      await api.patchNode(config.nodeName, patch);
+      this.opts.logger.info('adopted existing node', { node: config.nodeName });
+      await this.postStatus(existing.status);
+    }
+    this.registered = true;
+  }
+
+  private async postStatus(previous?: V1NodeStatus): Promise<void> {
+    const status = await this.statusNow(previous ?? this.lastSent);
+    this.node = await this.opts.api.patchNodeStatus(this.opts.config.nodeName, status);
+    this.lastSent = status;
+    this.lastSentAt = this.opts.clock.now();
+    this.stats.statusPatches++;
+  }
+
+  /** Computes the status; sends it if it changed or the report period has passed. */
+  async updateStatus(): Promise<void> {
+    try {
+      const status = await this.statusNow(this.lastSent);
+      const due = this.opts.clock.now() - this.lastSentAt >= this.opts.config.nodeStatusReportFrequencyMs;
+      if (!due && !nodeStatusChanged(this.lastSent, status)) return;
+      this.node = await this.opts.api.patchNodeStatus(this.opts.config.nodeName, status);
+      this.lastSent = status;
+      this.lastSentAt = this.opts.clock.now();
+      this.stats.statusPatches++;
+    } catch (err) {
+      this.stats.errors++;
+      this.opts.logger.warn('node status update failed', { node: this.opts.config.nodeName, error: apiErrorMessage(err) });
+      throw err;
+    }
+  }
+
+  /** Renews (or creates) the node's Lease: holder the node, duration from config, owned by the Node. */
+  async renewLease(): Promise<void> {
+    const { config, api } = this.opts;
+    const now = new V1MicroTime(this.opts.clock.now());
+    try {
+      if (!this.lease) this.lease = await api.getLease(NODE_LEASE_NAMESPACE, config.nodeName);
+      if (!this.lease) {
+        this.lease = await api.createLease(NODE_LEASE_NAMESPACE, {
+          metadata: {
+            name: config.nodeName,
+            namespace: NODE_LEASE_NAMESPACE,
+            ownerReferences: this.node?.metadata?.uid ? [{ apiVersion: 'v1', kind: 'Node', name: config.nodeName, uid: this.node.metadata.uid }] : undefined,
+          },
+          spec: { holderIdentity: config.nodeName, leaseDurationSeconds: config.nodeLeaseDurationSeconds, renewTime: now },
+        });
+      } else {
+        this.lease = await api.replaceLease(NODE_LEASE_NAMESPACE, {
+          ...this.lease,
+          spec: { ...this.lease.spec, holderIdentity: config.nodeName, leaseDurationSeconds: config.nodeLeaseDurationSeconds, renewTime: now },
+        });
+      }
+      this.stats.leaseRenewals++;
+    } catch (err) {
+      this.stats.errors++;
+      // A conflict or a deleted lease: read it afresh next time.
+      this.lease = undefined;
+      this.opts.logger.warn('node lease renewal failed', { node: config.nodeName, error: apiErrorMessage(err) });
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,149 @@
+// The Node object nodelet keeps: labels, taints, addresses, nodeInfo, capacity/allocatable and the
+// Ready/MemoryPressure/DiskPressure/PIDPressure conditions, computed as the kubelet does (pure).
+import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
+import type { NodeletConfig, ResourceList } from '../config/config.js';
+import { parseQuantity } from '../util/quantity.js';
+import type { HostInfo, PressureSignals } from './host.js';
+
+export interface RuntimeHealth {
+  /** `containerd://1.6.20` */
+  runtimeVersion: string;
+  /** Undefined when the runtime is ready; else why not, in the kubelet's words. */
+  notReadyMessage?: string;
+}
+
+export interface NodeStatusInput {
+  config: NodeletConfig;
+  host: HostInfo;
+  nodeIP: string;
+  kubeletVersion: string;
+  port: number;
+  runtime: RuntimeHealth;
+  pressure: PressureSignals;
+  previous?: V1NodeStatus;
+  now: number;
+}
+
+export function nodeLabels(config: NodeletConfig, host: HostInfo): Record<string, string> {
+  return {
+    'kubernetes.io/hostname': config.nodeName,
+    'kubernetes.io/os': host.operatingSystem,
+    'kubernetes.io/arch': host.architecture,
+    'beta.kubernetes.io/os': host.operatingSystem,
+    'beta.kubernetes.io/arch': host.architecture,
+    ...config.nodeLabels,
+  };
+}
+
+export function nodeTaints(config: NodeletConfig): V1Taint[] {
+  return config.registerWithTaints.map((t) => ({ key: t.key, value: t.value, effect: t.effect }));
+}
+
+/** The Node object a first registration creates. */
+export function newNode(input: NodeStatusInput): V1Node {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: input.config.nodeName, labels: nodeLabels(input.config, input.host) },
+    spec: { taints: nodeTaints(input.config) },
+    status: computeNodeStatus(input),
+  };
+}
+
+const KiB = 1024;
+
+function amount(list: ResourceList, key: keyof ResourceList): number {
+  const v = list[key];
+  return v === undefined ? 0 : parseQuantity(v);
+}
+
+function threshold(value: string, total: number): number {
+  return value.endsWith('%') ? (Number(value.slice(0, -1)) / 100) * total : parseQuantity(value);
+}
+
+export function capacityAndAllocatable(config: NodeletConfig, host: HostInfo): { capacity: Record<string, string>; allocatable: Record<string, string> } {
+  const over = config.capacity;
+  const cpu = over.cpu !== undefined ? parseQuantity(over.cpu) : host.cpus;
+  const memory = over.memory !== undefined ? parseQuantity(over.memory) : host.memoryBytes;
+  const storage = over['ephemeral-storage'] !== undefined ? parseQuantity(over['ephemeral-storage']) : host.ephemeralStorageBytes;
+  const pods = over.pods !== undefined ? parseQuantity(over.pods) : config.maxPods;
+  const reserved = (k: keyof ResourceList) => amount(config.systemReserved, k) + amount(config.kubeReserved, k);
+  // As the kubelet: hard eviction thresholds are kept out of allocatable too.
+  const memEviction = threshold(config.evictionHard.memoryAvailable, memory);
+  const fsEviction = threshold(config.evictionHard.nodefsAvailable, storage);
+  const milli = (cores: number) => Math.max(0, Math.round(cores * 1000));
+  const cpuText = (m: number) => (m % 1000 === 0 ? String(m / 1000) : `${m}m`);
+  const memText = (b: number) => `${Math.max(0, Math.floor(b / KiB))}Ki`;
+  return {
+    capacity: {
+      cpu: cpuText(milli(cpu)),
+      memory: memText(memory),
+      'ephemeral-storage': String(Math.floor(storage)),
+      pods: String(Math.floor(pods)),
+    },
+    allocatable: {
+      cpu: cpuText(milli(cpu - reserved('cpu'))),
+      memory: memText(memory - reserved('memory') - memEviction),
+      'ephemeral-storage': String(Math.max(0, Math.floor(storage - reserved('ephemeral-storage') - fsEviction))),
+      pods: String(Math.floor(pods)),
+    },
+  };
+}
+
+function condition(type: string, status: boolean, reason: string, message: string, previous: V1NodeStatus | undefined, now: number): V1NodeCondition {
+  const text = status ? 'True' : 'False';
+  const prev = previous?.conditions?.find((c) => c.type === type);
+  return {
+    type,
+    status: text,
+    reason,
+    message,
+    lastHeartbeatTime: new Date(now),
+    // Moves only when the status does.
+    lastTransitionTime: prev && prev.status === text && prev.lastTransitionTime ? prev.lastTransitionTime : new Date(now),
+  };
+}
+
+export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
+  const { config, host, pressure, previous, now } = input;
+  const { capacity, allocatable } = capacityAndAllocatable(config, host);
+  const memPressure = pressure.memoryAvailableBytes < threshold(config.evictionHard.memoryAvailable, pressure.memoryTotalBytes);
+  const diskPressure = pressure.nodefsTotalBytes > 0 && pressure.nodefsAvailableBytes < threshold(config.evictionHard.nodefsAvailable, pressure.nodefsTotalBytes);
+  const pidPressure = pressure.pidMax - pressure.pidsUsed < threshold(config.evictionHard.pidAvailable, pressure.pidMax);
+  const ready = input.runtime.notReadyMessage === undefined;
+  return {
+    capacity,
+    allocatable,
+    conditions: [
+      condition('MemoryPressure', memPressure, memPressure ? 'KubeletHasInsufficientMemory' : 'KubeletHasSufficientMemory', memPressure ? 'kubelet has insufficient memory available' : 'kubelet has sufficient memory available', previous, now),
+      condition('DiskPressure', diskPressure, diskPressure ? 'KubeletHasDiskPressure' : 'KubeletHasNoDiskPressure', diskPressure ? 'kubelet has disk pressure' : 'kubelet has no disk pressure', previous, now),
+      condition('PIDPressure', pidPressure, pidPressure ? 'KubeletHasInsufficientPID' : 'KubeletHasSufficientPID', pidPressure ? 'kubelet has insufficient PID available' : 'kubelet has sufficient PID available', previous, now),
+      condition('Ready', ready, ready ? 'KubeletReady' : 'KubeletNotReady', ready ? 'kubelet is posting ready status' : input.runtime.notReadyMessage!, previous, now),
+    ],
+    addresses: [
+      { type: 'InternalIP', address: input.nodeIP },
+      { type: 'Hostname', address: host.hostname },
+    ],
+    daemonEndpoints: { kubeletEndpoint: { Port: input.port } },
+    nodeInfo: {
+      machineID: host.machineID,
+      systemUUID: host.systemUUID,
+      bootID: host.bootID,
+      kernelVersion: host.kernelVersion,
+      osImage: host.osImage,
+      containerRuntimeVersion: input.runtime.runtimeVersion,
+      kubeletVersion: input.kubeletVersion,
+      kubeProxyVersion: '',
+      operatingSystem: host.operatingSystem,
+      architecture: host.architecture,
+    },
+  };
+}
+
+/** Two statuses differ in something other than heartbeat times (the kubelet's "changed" test). */
+export function nodeStatusChanged(a: V1NodeStatus | undefined, b: V1NodeStatus): boolean {
+  if (!a) return true;
+  const strip = (s: V1NodeStatus) =>
+    JSON.stringify({ ...s, conditions: (s.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })).sort((x, y) => x.type.localeCompare(y.type)) });
+  return strip(a) !== strip(b);
+}

@@ -1,0 +1,97 @@
+// Pod admission, as the kubelet's: a pod that does not fit the node is rejected before anything
+// runs (phase Failed with OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity or Taint). Pure.
+import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import { bytes, milliCPU } from '../util/quantity.js';
+
+export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
+
+/** A pod's effective request: the larger of the sum of its containers and its largest init container. */
+export function podRequests(pod: V1Pod): { milliCPU: number; memory: number } {
+  const req = (c: V1Container, r: 'cpu' | 'memory') => {
+    const q = (c.resources?.requests as Record<string, string> | undefined)?.[r] ?? (c.resources?.limits as Record<string, string> | undefined)?.[r];
+    if (q === undefined) return 0;
+    return r === 'cpu' ? milliCPU(q) : bytes(q);
+  };
+  const sum = (r: 'cpu' | 'memory') => (pod.spec?.containers ?? []).reduce((n, c) => n + req(c, r), 0);
+  const maxInit = (r: 'cpu' | 'memory') => Math.max(0, ...(pod.spec?.initContainers ?? []).map((c) => req(c, r)));
+  const overhead = (pod.spec?.overhead ?? {}) as Record<string, string>;
+  return {
+    milliCPU: Math.max(sum('cpu'), maxInit('cpu')) + (overhead.cpu ? milliCPU(overhead.cpu) : 0),
+    memory: Math.max(sum('memory'), maxInit('memory')) + (overhead.memory ? bytes(overhead.memory) : 0),
+  };
+}
+
+function requirementMatches(req: V1NodeSelectorRequirement, labels: Record<string, string>): boolean {
+  const v = labels[req.key];
+  const values = req.values ?? [];
+  switch (req.operator) {
+    case 'In':
+      return v !== undefined && values.includes(v);
+    case 'NotIn':
+      return v === undefined || !values.includes(v);
+    case 'Exists':
+      return v !== undefined;
+    case 'DoesNotExist':
+      return v === undefined;
+    case 'Gt':
+      return v !== undefined && Number(v) > Number(values[0]);
+    case 'Lt':
+      return v !== undefined && Number(v) < Number(values[0]);
+    default:
+      return false;
+  }
+}
+
+function termMatches(term: V1NodeSelectorTerm, node: V1Node): boolean {
+  const exprs = term.matchExpressions ?? [];
+  const fields = term.matchFields ?? [];
+  if (exprs.length === 0 && fields.length === 0) return false;
+  return exprs.every((r) => requirementMatches(r, node.metadata?.labels ?? {})) && fields.every((r) => requirementMatches(r, { 'metadata.name': node.metadata?.name ?? '' }));
+}
+
+export function matchesNodeSelectorAndAffinity(pod: V1Pod, node: V1Node): boolean {
+  const labels = node.metadata?.labels ?? {};
+  for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  if (terms && terms.length > 0 && !terms.some((t) => termMatches(t, node))) return false;
+  return true;
+}
+
+export function tolerates(toleration: V1Toleration, taint: V1Taint): boolean {
+  if (toleration.effect && toleration.effect !== taint.effect) return false;
+  if (toleration.operator === 'Exists') return !toleration.key || toleration.key === taint.key;
+  return toleration.key === taint.key && (toleration.value ?? '') === (taint.value ?? '');
+}
+
+/**
+ * Decides whether `pod` may run next to `admitted` (the pods already running or admitted here).
+ * As the kubelet, only NoExecute taints are checked here: NoSchedule is the scheduler's business.
+ */
+export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResult {
+  const alloc = (node.status?.allocatable ?? {}) as Record<string, string>;
+  const maxPods = Number(alloc.pods ?? 110);
+  if (admitted.length + 1 > maxPods) {
+    return { admit: false, reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${admitted.length}, capacity: ${maxPods}` };
+  }
+  const want = podRequests(pod);
+  const used = admitted.reduce((acc, p) => {
+    const r = podRequests(p);
+    return { milliCPU: acc.milliCPU + r.milliCPU, memory: acc.memory + r.memory };
+  }, { milliCPU: 0, memory: 0 });
+  const cpuCap = alloc.cpu ? milliCPU(alloc.cpu) : Infinity;
+  const memCap = alloc.memory ? bytes(alloc.memory) : Infinity;
+  if (want.milliCPU > 0 && used.milliCPU + want.milliCPU > cpuCap) {
+    return { admit: false, reason: 'OutOfcpu', message: `Node didn't have enough resource: cpu, requested: ${want.milliCPU}, used: ${used.milliCPU}, capacity: ${cpuCap}` };
+  }
+  if (want.memory > 0 && used.memory + want.memory > memCap) {
+    return { admit: false, reason: 'OutOfmemory', message: `Node didn't have enough resource: memory, requested: ${want.memory}, used: ${used.memory}, capacity: ${memCap}` };
+  }
+  if (!matchesNodeSelectorAndAffinity(pod, node)) {
+    return { admit: false, reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
+  }
+  const untolerated = (node.spec?.taints ?? []).find((t) => t.effect === 'NoExecute' && !(pod.spec?.tolerations ?? []).some((tol) => tolerates(tol, t)));
+  if (untolerated) {
+    return { admit: false, reason: 'Taint', message: `Predicate TaintToleration failed: node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ''}}` };
+  }
+  return { admit: true };
+}

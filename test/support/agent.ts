@@ -106,6 +106,7 @@ export async function cleanupAgent(agent: RunningAgent): Promise<void> {
     return left.items.length === 0 ? true : undefined;
   }).catch(() => undefined);
   await agent.stop();
+  await core.deleteNode({ name: agent.nodeName }).catch(() => undefined);
   const cri = new CriClient(clusterEnv().runtimeEndpoint);
   try {
     for (const sb of await cri.listPodSandbox({ label_selector: { 'nodelet.io/node-name': agent.nodeName } })) {

@@ -173,3 +173,19 @@ test('SIGTERM with 5 running pods: exit 0 in under 5 s, the pods keep running, a
     await cleanupAgent(a);
   }
 });
+
+test('markUnschedulableOnShutdown: the node is cordoned when the agent stops, and uncordoned when it is back', async () => {
+  const name = uniqueNodeName('it-cordon');
+  const cfg = join(tmp, 'cordon.yaml');
+  writeFileSync(cfg, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nnodeName: ignored-by-flag\nmarkUnschedulableOnShutdown: true\n`);
+  let a = await startAgent(name, ['--config', cfg]);
+  try {
+    assert.notEqual((await core.readNode({ name })).spec?.unschedulable, true);
+    assert.equal(await a.stop(), 0);
+    assert.equal((await core.readNode({ name })).spec?.unschedulable, true);
+    a = await startAgent(name, ['--config', cfg]);
+    assert.notEqual((await core.readNode({ name })).spec?.unschedulable, true);
+  } finally {
+    await cleanupAgent(a);
+  }
+});

@@ -1,0 +1,83 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseRunArgs, UsageError } from '../../../src/cli/flags.js';
+import { ConfigError, configFieldNames, loadConfigFile, parseDuration } from '../../../src/config/config.js';
+import { projectRoot } from '../../support/cluster.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'nodelet-config-'));
+function file(body: string, name = `c${Math.random().toString(16).slice(2)}.yaml`): string {
+  const p = join(dir, name);
+  writeFileSync(p, body);
+  return p;
+}
+const head = 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\n';
+
+test('the documented deploy/config.yaml loads, with $(NODE_NAME) and $(NODE_IP) from the environment', () => {
+  const c = loadConfigFile(join(projectRoot, 'deploy/config.yaml'), { NODE_NAME: 'worker-1', NODE_IP: '10.1.2.3' });
+  assert.equal(c.nodeName, 'worker-1-nodelet');
+  assert.equal(c.nodeIP, '10.1.2.3');
+  assert.equal(c.port, 10350);
+  assert.equal(c.maxPods, 110);
+  assert.equal(c.syncFrequencyMs, 60_000);
+  assert.deepEqual(c.crashLoopBackOff, { initialMs: 10_000, maxMs: 300_000 });
+  assert.deepEqual(c.registerWithTaints, [{ key: 'nodelet.io/agent', value: 'true', effect: 'NoSchedule' }]);
+  assert.equal(c.systemReserved.cpu, '100m');
+});
+
+test('the example file documents every field, and only real ones', () => {
+  const text = readFileSync(join(projectRoot, 'deploy/config.yaml'), 'utf8');
+  const documented = [...text.matchAll(/^#? ?([a-zA-Z]+):/gm)].map((m) => m[1]).filter((k) => k !== 'apiVersion' && k !== 'kind');
+  for (const k of configFieldNames) assert.ok(documented.includes(k), `deploy/config.yaml documents ${k}`);
+  for (const k of documented) assert.ok(configFieldNames.includes(k!), `${k} in deploy/config.yaml is a real field`);
+});
+
+test('bad files are refused with one line naming the field', () => {
+  const cases: Array<[string, RegExp]> = [
+    [`${head}nodeName: a\nfoo: 1\n`, /: unknown field "foo"$/],
+    [`${head}maxPods: -1\n`, /: maxPods: -1 is out of range \(1 to 10000\)$/],
+    [`${head}maxPods: "ten"\n`, /: maxPods: expected an integer, got string "ten"$/],
+    [`${head}syncFrequency: 10\n`, /: syncFrequency: expected a duration such as 10s or 1m, got number 10$/],
+    [`${head}runtimeEndpoint: /run/x.sock\n`, /: runtimeEndpoint: expected unix:\/\/\/path\/to\/socket, got "\/run\/x.sock"$/],
+    [`${head}registerWithTaints: [{key: a, effect: Sometimes}]\n`, /: registerWithTaints\[0\]\.effect: expected NoSchedule, PreferNoSchedule or NoExecute$/],
+    [`${head}systemReserved: {gpu: 1}\n`, /: systemReserved\.gpu: unknown resource/],
+    [`${head}crashLoopBackOff: {initial: 1m, max: 10s}\n`, /: crashLoopBackOff\.max: must not be below crashLoopBackOff\.initial$/],
+    [`${head}nodeName: $(NOPE_NOT_SET)\n`, /: nodeName: environment variable NOPE_NOT_SET is not set/],
+    [`${head}logLevel: loud\n`, /: logLevel: expected one of error, warn, info, debug, got string "loud"$/],
+    ['apiVersion: v1\nkind: NodeletConfiguration\n', /: apiVersion: expected nodelet.io\/v1alpha1, got string "v1"$/],
+    [`${head}nodeName: [unclosed\n`, /: invalid YAML: /],
+  ];
+  for (const [body, re] of cases) {
+    const p = file(body);
+    assert.throws(() => loadConfigFile(p, {}), (e: unknown) => {
+      assert.ok(e instanceof ConfigError, String(e));
+      assert.ok(!(e as Error).message.includes('\n'), 'one line');
+      assert.ok((e as Error).message.startsWith(p), 'names the file');
+      assert.match((e as Error).message, re);
+      return true;
+    });
+  }
+  assert.throws(() => loadConfigFile(join(dir, 'missing.yaml')), /cannot read config file .*missing\.yaml: ENOENT/);
+});
+
+test('flags override the file; a node name is required and must be valid', () => {
+  const p = file(`${head}nodeName: from-file\nmaxPods: 50\nport: 1234\n`);
+  const c = parseRunArgs(['--config', p, '--max-pods', '7', '--node-name=from-flag'], {});
+  assert.equal(c.maxPods, 7);
+  assert.equal(c.nodeName, 'from-flag');
+  assert.equal(c.port, 1234);
+  assert.throws(() => parseRunArgs([], {}), /nodeName: required/);
+  assert.throws(() => parseRunArgs(['--node-name', 'Not_Valid'], {}), /is not a valid node name/);
+  assert.throws(() => parseRunArgs(['--node-name', 'a', '--max-pods', '0'], {}), (e: unknown) => e instanceof UsageError && (e as Error).message === '--max-pods: 0 is out of range (1 to 10000)');
+  assert.throws(() => parseRunArgs(['--node-name', 'a', '--cpu-cfs-quota', 'maybe'], {}), /--cpu-cfs-quota: expected true or false/);
+  assert.throws(() => parseRunArgs(['--node-name'], {}), /--node-name needs a value/);
+});
+
+test('durations in Go syntax', () => {
+  assert.equal(parseDuration('1m30s'), 90_000);
+  assert.equal(parseDuration('500ms'), 500);
+  assert.equal(parseDuration('2h'), 7_200_000);
+  assert.equal(parseDuration('10'), undefined);
+});

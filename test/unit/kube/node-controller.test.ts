@@ -1,0 +1,85 @@
+// The node controller on a fake clock: status patched on change or every report period, lease renewed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Lease, V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import { defaultConfig } from '../../../src/config/config.js';
+import type { NodeApi } from '../../../src/kube/client.js';
+import { NodeController } from '../../../src/kube/node-controller.js';
+import { silentLogger } from '../../../src/observability/logger.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { FakeRuntime } from '../runtime/fake-runtime.js';
+
+class FakeNodeApi implements NodeApi {
+  node?: V1Node;
+  lease?: V1Lease;
+  statusPatches: V1NodeStatus[] = [];
+  leaseWrites = 0;
+  async getNode() {
+    return this.node;
+  }
+  async createNode(n: V1Node) {
+    this.node = { ...n, metadata: { ...n.metadata, uid: 'node-uid' } };
+    return this.node;
+  }
+  async patchNode(_name: string, patch: object) {
+    this.node = { ...this.node, ...(patch as V1Node) };
+    return this.node!;
+  }
+  async patchNodeStatus(_name: string, status: V1NodeStatus) {
+    this.statusPatches.push(status);
+    this.node = { ...this.node, status };
+    return this.node!;
+  }
+  async getLease() {
+    return this.lease;
+  }
+  async createLease(_ns: string, l: V1Lease) {
+    this.leaseWrites++;
+    return (this.lease = l);
+  }
+  async replaceLease(_ns: string, l: V1Lease) {
+    this.leaseWrites++;
+    return (this.lease = l);
+  }
+}
+
+const settle = async () => {
+  for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+};
+
+test('registers, then patches status only when it changes or the report period passes; renews the lease every interval', async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi();
+  const runtime = new FakeRuntime(clock);
+  let down = false;
+  runtime.status = async () => {
+    if (down) throw new Error('container runtime is not reachable at unix:///x (Status): connection refused');
+    return { status: { conditions: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }, { type: 'NetworkReady', status: true, reason: '', message: '' }] } } as never;
+  };
+  const config = { ...defaultConfig(), nodeName: 'n1', nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 60_000, nodeLeaseRenewIntervalMs: 10_000 };
+  const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
+  const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
+  const nc = new NodeController({ api, runtime, config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });
+  await nc.start();
+  assert.equal(api.node?.metadata?.name, 'n1');
+  assert.equal(api.statusPatches.length, 1);
+  assert.equal(api.leaseWrites, 1);
+  assert.equal(api.lease?.metadata?.ownerReferences?.[0]?.uid, 'node-uid');
+  for (let i = 0; i < 5; i++) {
+    clock.step(10_000);
+    await settle();
+  }
+  assert.equal(api.statusPatches.length, 1, 'nothing changed within the report period: no patch');
+  assert.equal(api.leaseWrites, 6, 'lease renewed every 10 s');
+  clock.step(10_000);
+  await settle();
+  assert.equal(api.statusPatches.length, 2, 'reported once the report period passed');
+  down = true;
+  clock.step(10_000);
+  await settle();
+  assert.equal(api.statusPatches.length, 3, 'a change is reported at once');
+  const ready = api.statusPatches[2]!.conditions!.find((c) => c.type === 'Ready')!;
+  assert.equal(ready.status, 'False');
+  assert.match(ready.message!, /^container runtime is down: /);
+  await nc.stop();
+});

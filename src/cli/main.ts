@@ -13,6 +13,11 @@ const help = `nodelet ${NODELET_VERSION}: a Kubernetes node agent
 
 Usage:
   nodelet run [--config FILE] [flags]   serve a node: run the pods bound to it through CRI
+  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR]
+                                        the process runtime: a CRI v1 server running containers as host
+                                        processes (bubblewrap, or proot), for nodelet, crictl, critest
+  nodelet images import FILE.tar [--root DIR]
+                                        add an OCI image archive to the process runtime's store
   nodelet version
   nodelet --help
 
@@ -53,6 +58,63 @@ async function run(args: string[]): Promise<void> {
   }
 }
 
+/** --name value pairs of the small subcommands; anything else is a usage error. */
+function options(args: string[], allowed: string[]): { values: Record<string, string>; rest: string[] } {
+  const values: Record<string, string> = {};
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith('--')) {
+      rest.push(a);
+      continue;
+    }
+    const eq = a.indexOf('=');
+    const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+    const value = eq > 0 ? a.slice(eq + 1) : args[++i];
+    if (!allowed.includes(name)) throw new UsageError(`unknown flag --${name} (see nodelet --help)`);
+    if (value === undefined) throw new UsageError(`--${name} needs a value`);
+    values[name] = value;
+  }
+  return { values, rest };
+}
+
+const DEFAULT_PROCESS_ROOT = '/var/lib/nodelet/process';
+
+async function runtimeServe(args: string[]): Promise<void> {
+  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'log-level', 'log-format']);
+  if (rest.length) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+  if (!values.socket) throw new UsageError('--socket is required');
+  const logger = createLogger({ level: (values['log-level'] as never) ?? 'info', format: (values['log-format'] as never) ?? undefined });
+  const { ProcessRuntime } = await import('../procruntime/runtime.js');
+  const { ProcessRuntimeServer } = await import('../procruntime/server.js');
+  const runtime = new ProcessRuntime({ root: values.root ?? DEFAULT_PROCESS_ROOT, imagesDir: values['images-dir'], log: (m, f) => logger.info(m, f) });
+  await runtime.start();
+  const server = new ProcessRuntimeServer(runtime);
+  await server.listen(values.socket);
+  logger.info('process runtime serving', { socket: `unix://${values.socket}`, isolation: runtime.isolationMode });
+  const shutdown = () => {
+    // Containers keep running: a restarted runtime finds them again.
+    void server.close().then(() => process.exit(0));
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+async function imagesImport(args: string[]): Promise<void> {
+  const { values, rest } = options(args, ['root']);
+  if (rest.length !== 1) throw new UsageError('usage: nodelet images import FILE.tar [--root DIR]');
+  const { ImageStore } = await import('../procruntime/image-store.js');
+  const { join } = await import('node:path');
+  const store = new ImageStore(join(values.root ?? DEFAULT_PROCESS_ROOT, 'images'));
+  await store.load();
+  try {
+    for (const img of await store.importArchive(rest[0]!)) process.stdout.write(`${img.repoTags.join(',') || '<untagged>'} ${img.id}\n`);
+  } catch (err) {
+    process.stderr.write(`nodelet: cannot import ${rest[0]}: ${(err as Error).message.split('\n')[0]}\n`);
+    process.exit(1);
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   try {
@@ -64,6 +126,8 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(`nodelet ${NODELET_VERSION}\n`);
       return;
     }
+    if (cmd === 'runtime' && rest[0] === 'serve') return await runtimeServe(rest.slice(1));
+    if (cmd === 'images' && rest[0] === 'import') return await imagesImport(rest.slice(1));
     if (cmd === 'run') {
       if (rest.includes('--help') || rest.includes('-h')) {
         process.stdout.write(help);

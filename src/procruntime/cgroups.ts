@@ -1,0 +1,122 @@
+// CPU and memory limits through cgroups, where the host lets us write them (v1 or v2).
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface CgroupLimits {
+  cpuShares?: number;
+  cpuQuotaUs?: number;
+  cpuPeriodUs?: number;
+  memoryBytes?: number;
+}
+
+export interface Cgroups {
+  /** 'v1', 'v2', or why limits cannot be applied. */
+  mode: 'v1' | 'v2' | 'none';
+  detail: string;
+  /** Creates the container's cgroups with limits; returns the cgroup.procs files to join. */
+  create(id: string, limits: CgroupLimits): string[];
+  /** Whether the cgroup recorded an OOM kill. */
+  oomKilled(id: string): boolean;
+  remove(id: string): void;
+}
+
+const ROOT = '/sys/fs/cgroup';
+const PARENT = 'nodelet-process';
+
+function tryWrite(path: string, value: string): boolean {
+  try {
+    writeFileSync(path, value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function detectCgroups(): Cgroups {
+  const v2 = existsSync(join(ROOT, 'cgroup.controllers'));
+  const v1 = existsSync(join(ROOT, 'memory', 'memory.limit_in_bytes')) && existsSync(join(ROOT, 'cpu', 'cpu.shares'));
+  if (v2) {
+    const dir = join(ROOT, PARENT);
+    try {
+      mkdirSync(dir, { recursive: true });
+      tryWrite(join(ROOT, 'cgroup.subtree_control'), '+cpu +memory');
+      tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu +memory');
+      return {
+        mode: 'v2',
+        detail: 'cgroup v2',
+        create(id, l) {
+          const d = join(dir, id);
+          mkdirSync(d, { recursive: true });
+          if (l.memoryBytes) tryWrite(join(d, 'memory.max'), String(l.memoryBytes));
+          if (l.cpuQuotaUs && l.cpuPeriodUs) tryWrite(join(d, 'cpu.max'), `${l.cpuQuotaUs} ${l.cpuPeriodUs}`);
+          if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(Math.max(1, Math.min(10000, Math.round(1 + ((l.cpuShares - 2) * 9999) / 262142)))));
+          return [join(d, 'cgroup.procs')];
+        },
+        oomKilled(id) {
+          try {
+            return /^oom_kill [1-9]/m.test(readFileSync(join(dir, id, 'memory.events'), 'utf8'));
+          } catch {
+            return false;
+          }
+        },
+        remove(id) {
+          try {
+            rmdirSync(join(dir, id));
+          } catch {
+            /* still has processes or already gone */
+          }
+        },
+      };
+    } catch (err) {
+      return none(`cgroup v2 is not writable here: ${(err as Error).message}`);
+    }
+  }
+  if (v1) {
+    const mem = join(ROOT, 'memory', PARENT);
+    const cpu = join(ROOT, 'cpu', PARENT);
+    try {
+      mkdirSync(mem, { recursive: true });
+      mkdirSync(cpu, { recursive: true });
+      return {
+        mode: 'v1',
+        detail: 'cgroup v1 (memory, cpu)',
+        create(id, l) {
+          const m = join(mem, id);
+          const c = join(cpu, id);
+          mkdirSync(m, { recursive: true });
+          mkdirSync(c, { recursive: true });
+          if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
+          if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
+          if (l.cpuQuotaUs && l.cpuPeriodUs) {
+            tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
+            tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
+          }
+          return [join(m, 'cgroup.procs'), join(c, 'cgroup.procs')];
+        },
+        oomKilled(id) {
+          try {
+            return /^oom_kill [1-9]/m.test(readFileSync(join(mem, id, 'memory.oom_control'), 'utf8'));
+          } catch {
+            return false;
+          }
+        },
+        remove(id) {
+          for (const d of [join(mem, id), join(cpu, id)]) {
+            try {
+              rmdirSync(d);
+            } catch {
+              /* still has processes or already gone */
+            }
+          }
+        },
+      };
+    } catch (err) {
+      return none(`cgroup v1 is not writable here: ${(err as Error).message}`);
+    }
+  }
+  return none('no cgroup controllers are mounted');
+}
+
+function none(detail: string): Cgroups {
+  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], oomKilled: () => false, remove: () => undefined };
+}

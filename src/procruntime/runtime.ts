@@ -1,0 +1,614 @@
+// The process runtime: CRI's RuntimeService and ImageService over plain host processes. Sandboxes
+// are directories with their metadata on disk; each container is one process tree started from
+// its image's root filesystem under bubblewrap (or proot), in a session of its own, with its
+// output in the CRI log format. Everything is persisted, so a restarted runtime finds its
+// sandboxes and containers again, running processes included (by PID and start time).
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, readFileSync, statfsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ImageService, RuntimeService } from '../cri/services.js';
+import type {
+  Container,
+  ContainerConfig,
+  ContainerFilter,
+  ContainerStatusResponse,
+  ExecSyncResponse,
+  Image,
+  ImageFsInfoResponse,
+  ImageSpec,
+  ImageStatusResponse,
+  LinuxContainerResources,
+  PodSandbox,
+  PodSandboxConfig,
+  PodSandboxFilter,
+  PodSandboxStatusResponse,
+  StatusResponse,
+  VersionResponse,
+} from '../cri/types.js';
+import { NODELET_VERSION } from '../version.js';
+import { detectCgroups, type Cgroups } from './cgroups.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
+import { ImageStore, type StoredImage } from './image-store.js';
+import { detectIsolation, launchArgv, type Isolation } from './isolation.js';
+import { forward, type StreamState } from './log-forwarder.js';
+
+const run = promisify(execFile);
+const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
+
+type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+type CState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+interface SandboxRecord {
+  id: string;
+  config: PodSandboxConfig;
+  state: SandboxState;
+  createdAt: string;
+  ip: string;
+}
+
+interface ContainerRecord {
+  id: string;
+  sandboxId: string;
+  config: ContainerConfig;
+  imageId: string;
+  imageRef: string;
+  state: CState;
+  createdAt: string;
+  startedAt: string;
+  finishedAt: string;
+  exitCode: number;
+  reason: string;
+  message: string;
+  /** Host PID of the container's init, and its start time (field 22 of /proc/PID/stat). */
+  pid?: number;
+  pidStart?: string;
+  logPath: string;
+  stdout: StreamState;
+  stderr: StreamState;
+  rootfsMounted?: boolean;
+  isolation?: Isolation;
+}
+
+export interface ProcessRuntimeOptions {
+  /** State directory (sandboxes, containers, images). */
+  root: string;
+  /** Where PullImage looks for `<name>_<tag>.tar` archives. */
+  imagesDir?: string;
+  /** The pod IP to report: the host's. */
+  hostIP?: string;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+function hostIPv4(): string {
+  for (const addrs of Object.values(os.networkInterfaces())) for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return '127.0.0.1';
+}
+
+function procStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function matchLabels(labels: Record<string, string> | undefined, selector: Record<string, string> | undefined): boolean {
+  return Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+}
+
+export class ProcessRuntime implements RuntimeService, ImageService {
+  readonly images: ImageStore;
+  private readonly sandboxes = new Map<string, SandboxRecord>();
+  private readonly containers = new Map<string, ContainerRecord>();
+  private isolation?: Isolation;
+  private isolationDetail = '';
+  private cgroups!: Cgroups;
+  private ticker?: NodeJS.Timeout;
+  private readonly offsetsSavedAt = new Map<string, number>();
+  private readonly hostIP: string;
+  private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+
+  constructor(private readonly opts: ProcessRuntimeOptions) {
+    this.images = new ImageStore(join(opts.root, 'images'), opts.imagesDir);
+    this.hostIP = opts.hostIP ?? hostIPv4();
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  /** Loads persisted state, probes isolation and cgroups, and starts watching containers. */
+  async start(): Promise<void> {
+    await mkdir(join(this.opts.root, 'sandboxes'), { recursive: true });
+    await mkdir(join(this.opts.root, 'containers'), { recursive: true });
+    await this.images.load();
+    const iso = detectIsolation();
+    this.isolation = iso.isolation;
+    this.isolationDetail = iso.detail;
+    this.cgroups = detectCgroups();
+    this.log('process runtime started', { isolation: this.isolation ?? 'none', detail: iso.detail, cgroups: this.cgroups.detail });
+    for (const id of await readdir(join(this.opts.root, 'sandboxes'))) {
+      try {
+        const s = JSON.parse(await readFile(join(this.opts.root, 'sandboxes', id, 'sandbox.json'), 'utf8')) as SandboxRecord;
+        this.sandboxes.set(s.id, s);
+      } catch {
+        /* half-written: ignore */
+      }
+    }
+    for (const id of await readdir(join(this.opts.root, 'containers'))) {
+      try {
+        const c = JSON.parse(await readFile(join(this.opts.root, 'containers', id, 'container.json'), 'utf8')) as ContainerRecord;
+        this.containers.set(c.id, c);
+      } catch {
+        /* half-written: ignore */
+      }
+    }
+    this.tick();
+    this.ticker = setInterval(() => this.tick(), 100);
+    this.ticker.unref();
+  }
+
+  stop(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.tick();
+  }
+
+  get isolationMode(): string {
+    return this.isolation ?? 'none';
+  }
+
+  private cdir(id: string): string {
+    return join(this.opts.root, 'containers', id);
+  }
+
+  private async persistSandbox(s: SandboxRecord): Promise<void> {
+    const dir = join(this.opts.root, 'sandboxes', s.id);
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `.sandbox.json.${randomBytes(3).toString('hex')}`);
+    await writeFile(tmp, JSON.stringify(s));
+    await rename(tmp, join(dir, 'sandbox.json'));
+  }
+
+  private async persistContainer(c: ContainerRecord): Promise<void> {
+    const dir = this.cdir(c.id);
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `.container.json.${randomBytes(3).toString('hex')}`);
+    await writeFile(tmp, JSON.stringify(c));
+    await rename(tmp, join(dir, 'container.json'));
+  }
+
+  /** Every 100 ms: move output to the CRI logs and notice exits. */
+  private tick(): void {
+    const now = Date.now();
+    for (const c of this.containers.values()) {
+      if (c.state !== 'CONTAINER_RUNNING') continue;
+      const exit = this.readExit(c);
+      const alive = c.pid !== undefined && procStart(c.pid) === c.pidStart;
+      const before = c.stdout.offset + c.stderr.offset;
+      forward(join(this.cdir(c.id), 'stdout'), 'stdout', c.logPath, c.stdout, now, exit !== undefined || !alive);
+      forward(join(this.cdir(c.id), 'stderr'), 'stderr', c.logPath, c.stderr, now, exit !== undefined || !alive);
+      // Log offsets are saved at most once a second: a runtime that dies repeats at most that much.
+      if (c.stdout.offset + c.stderr.offset !== before && now - (this.offsetsSavedAt.get(c.id) ?? 0) >= 1000) {
+        this.offsetsSavedAt.set(c.id, now);
+        void this.persistContainer(c).catch(() => undefined);
+      }
+      if (exit !== undefined || !alive) {
+        c.state = 'CONTAINER_EXITED';
+        c.finishedAt = nowNs();
+        const oom = this.cgroups.oomKilled(c.id);
+        c.exitCode = exit ?? (alive ? 0 : 137);
+        c.reason = oom ? 'OOMKilled' : exit === undefined ? 'Error' : c.exitCode === 0 ? 'Completed' : 'Error';
+        if (exit === undefined) c.message = 'the container process is gone and its exit code was not recorded';
+        void this.afterExit(c);
+      }
+    }
+  }
+
+  private readExit(c: ContainerRecord): number | undefined {
+    try {
+      const text = readFileSync(join(this.cdir(c.id), 'status.json'), 'utf8');
+      const m = /"exit-code"\s*:\s*(-?\d+)/.exec(text);
+      return m ? Number(m[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async afterExit(c: ContainerRecord): Promise<void> {
+    this.cgroups.remove(c.id);
+    await this.persistContainer(c);
+  }
+
+  // RuntimeService
+
+  async version(): Promise<VersionResponse> {
+    return { version: '0.1.0', runtime_name: 'nodelet-process', runtime_version: NODELET_VERSION, runtime_api_version: 'v1' };
+  }
+
+  async status(verbose = false): Promise<StatusResponse> {
+    const ready = this.isolation !== undefined;
+    return {
+      status: {
+        conditions: [
+          { type: 'RuntimeReady', status: ready, reason: ready ? '' : 'NoIsolation', message: ready ? '' : this.isolationDetail },
+          // Pods share the host's network: it is ready whenever the host is.
+          { type: 'NetworkReady', status: true, reason: '', message: '' },
+        ],
+      },
+      info: verbose ? { isolation: JSON.stringify({ mode: this.isolationMode, detail: this.isolationDetail }), cgroups: JSON.stringify(this.cgroups.detail) } : {},
+      runtime_handlers: [],
+      features: null,
+    } as unknown as StatusResponse;
+  }
+
+  async runPodSandbox(config: PodSandboxConfig): Promise<string> {
+    if (!config.metadata?.name || !config.metadata.uid) throw new InvalidArgumentError('sandbox metadata needs a name and a uid');
+    const id = randomBytes(32).toString('hex');
+    const s: SandboxRecord = { id, config, state: 'SANDBOX_READY', createdAt: nowNs(), ip: this.hostIP };
+    await this.persistSandbox(s);
+    this.sandboxes.set(id, s);
+    return id;
+  }
+
+  private sandbox(id: string): SandboxRecord {
+    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!s) throw new NotFoundError(`pod sandbox ${id}`);
+    return s;
+  }
+
+  async stopPodSandbox(id: string): Promise<void> {
+    const s = this.sandbox(id);
+    await Promise.all([...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING').map((c) => this.stopContainer(c.id, 0)));
+    s.state = 'SANDBOX_NOTREADY';
+    await this.persistSandbox(s);
+  }
+
+  async removePodSandbox(id: string): Promise<void> {
+    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!s) return; // idempotent
+    for (const c of [...this.containers.values()].filter((x) => x.sandboxId === s.id)) {
+      if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
+      await this.removeContainer(c.id);
+    }
+    this.sandboxes.delete(s.id);
+    await rm(join(this.opts.root, 'sandboxes', s.id), { recursive: true, force: true });
+  }
+
+  private sandboxView(s: SandboxRecord) {
+    return {
+      id: s.id,
+      metadata: s.config.metadata,
+      state: s.state,
+      created_at: s.createdAt,
+      labels: s.config.labels ?? {},
+      annotations: s.config.annotations ?? {},
+      runtime_handler: '',
+    };
+  }
+
+  async podSandboxStatus(id: string): Promise<PodSandboxStatusResponse> {
+    const s = this.sandbox(id);
+    const ns = s.config.linux?.security_context?.namespace_options;
+    return {
+      status: {
+        ...this.sandboxView(s),
+        network: { ip: s.ip, additional_ips: [] },
+        // Processes share the host's network whatever was asked; the mode asked for is echoed back so
+        // the agent does not see a "changed" sandbox on every sync.
+        linux: { namespaces: { options: { network: ns?.network ?? 'POD', pid: ns?.pid ?? 'CONTAINER', ipc: ns?.ipc ?? 'POD', target_id: '', userns_options: null } } },
+      },
+      info: {},
+      containers_statuses: [],
+      timestamp: nowNs(),
+    } as unknown as PodSandboxStatusResponse;
+  }
+
+  async listPodSandbox(filter?: PodSandboxFilter): Promise<PodSandbox[]> {
+    return [...this.sandboxes.values()]
+      .filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && (!filter?.state || filter.state.state === s.state) && matchLabels(s.config.labels, filter?.label_selector))
+      .map((s) => this.sandboxView(s) as unknown as PodSandbox);
+  }
+
+  async createContainer(podSandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
+    const s = this.sandbox(podSandboxId);
+    if (s.state !== 'SANDBOX_READY') throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
+    if (!config.metadata?.name) throw new InvalidArgumentError('container metadata needs a name');
+    const imageRef = config.image?.image ?? '';
+    const img = this.images.find(imageRef);
+    if (!img) throw new NotFoundError(`image ${JSON.stringify(imageRef)}`);
+    const id = randomBytes(32).toString('hex');
+    const logDir = s.config.log_directory ?? sandboxConfig.log_directory ?? '';
+    const c: ContainerRecord = {
+      id,
+      sandboxId: s.id,
+      config,
+      imageId: img.id,
+      imageRef: img.repoTags[0] ?? img.id,
+      state: 'CONTAINER_CREATED',
+      createdAt: nowNs(),
+      startedAt: '0',
+      finishedAt: '0',
+      exitCode: 0,
+      reason: '',
+      message: '',
+      logPath: config.log_path ? join(logDir, config.log_path) : '',
+      stdout: { offset: 0, pending: '' },
+      stderr: { offset: 0, pending: '' },
+    };
+    await this.persistContainer(c);
+    this.containers.set(id, c);
+    return id;
+  }
+
+  private container(id: string): ContainerRecord {
+    const c = this.containers.get(id) ?? [...this.containers.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!c) throw new NotFoundError(`container ${id}`);
+    return c;
+  }
+
+  /** The argv by the OCI and Kubernetes rules: command replaces ENTRYPOINT, args replaces CMD. */
+  static argv(config: ContainerConfig, image: StoredImage): string[] {
+    const command = config.command ?? [];
+    const args = config.args ?? [];
+    if (command.length > 0) return [...command, ...args];
+    const entrypoint = image.config.Entrypoint ?? [];
+    return [...entrypoint, ...(args.length > 0 ? args : (image.config.Cmd ?? []))];
+  }
+
+  private async prepareRootfs(c: ContainerRecord, img: StoredImage): Promise<string> {
+    const lower = await this.images.rootfs(img);
+    const dir = this.cdir(c.id);
+    const merged = join(dir, 'rootfs');
+    await mkdir(merged, { recursive: true });
+    await mkdir(join(dir, 'upper'), { recursive: true });
+    await mkdir(join(dir, 'work'), { recursive: true });
+    try {
+      // The image's files are shared read-only; each container writes into its own upper layer.
+      await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`, merged]);
+      c.rootfsMounted = true;
+    } catch {
+      // No overlayfs for us (an unprivileged container): a private copy instead.
+      await run('cp', ['-a', `${lower}/.`, `${merged}/`]);
+      c.rootfsMounted = false;
+    }
+    return merged;
+  }
+
+  async startContainer(id: string): Promise<void> {
+    const c = this.container(id);
+    if (c.state !== 'CONTAINER_CREATED') throw new FailedPreconditionError(`container ${c.id} is ${c.state}, not created`);
+    if (!this.isolation) throw new FailedPreconditionError(this.isolationDetail);
+    const img = this.images.find(c.imageId);
+    if (!img) throw new NotFoundError(`image ${c.imageId}`);
+    const s = this.sandbox(c.sandboxId);
+    const argv = ProcessRuntime.argv(c.config, img);
+    if (argv.length === 0) throw new InvalidArgumentError('no command: neither the container nor its image has one');
+    const rootfs = await this.prepareRootfs(c, img);
+    const env = new Map<string, string>();
+    for (const e of img.config.Env ?? []) {
+      const eq = e.indexOf('=');
+      if (eq > 0) env.set(e.slice(0, eq), e.slice(eq + 1));
+    }
+    if (!env.has('PATH')) env.set('PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
+    env.set('HOSTNAME', s.config.hostname || s.config.metadata?.name || 'pod');
+    for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, String(e.value ?? ''));
+    const mounts = (c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
+    if (existsSync('/etc/resolv.conf')) mounts.push({ hostPath: '/etc/resolv.conf', containerPath: '/etc/resolv.conf', readonly: true });
+    const dir = this.cdir(c.id);
+    const launch = launchArgv(this.isolation, {
+      rootfs,
+      argv,
+      env: [...env],
+      cwd: c.config.working_dir || img.config.WorkingDir || '/',
+      hostname: (s.config.hostname || s.config.metadata?.name || 'pod').slice(0, 63),
+      mounts,
+      statusFd: 3,
+    });
+    const res = c.config.linux?.resources as LinuxContainerResources | undefined;
+    const procs = this.cgroups.create(c.id, {
+      cpuShares: res?.cpu_shares ? Number(res.cpu_shares) : undefined,
+      cpuQuotaUs: res?.cpu_quota && Number(res.cpu_quota) > 0 ? Number(res.cpu_quota) : undefined,
+      cpuPeriodUs: res?.cpu_period ? Number(res.cpu_period) : undefined,
+      memoryBytes: res?.memory_limit_in_bytes && Number(res.memory_limit_in_bytes) > 0 ? Number(res.memory_limit_in_bytes) : undefined,
+    });
+    const stdout = openSync(join(dir, 'stdout'), 'a');
+    const stderr = openSync(join(dir, 'stderr'), 'a');
+    const status = openSync(join(dir, 'status.json'), 'w');
+    // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
+    // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
+    const wrapper = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS; exec "$@"';
+    const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
+      stdio: ['ignore', stdout, stderr, status],
+      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: procs.join(' ') },
+      detached: true,
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', () => resolve());
+    });
+    closeSync(stdout);
+    closeSync(stderr);
+    closeSync(status);
+    // Wait for the isolation to report the container's PID (or to fail at once).
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const text = existsSync(join(dir, 'status.json')) ? readFileSync(join(dir, 'status.json'), 'utf8') : '';
+      const pid = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      if (pid) {
+        c.pid = Number(pid[1]);
+        c.pidStart = procStart(c.pid);
+        break;
+      }
+      const err = readFileSync(join(dir, 'stderr'), 'utf8').slice(c.stderr.offset);
+      if (/^bwrap: /m.test(err) || Date.now() > deadline) {
+        const message = err.trim().split('\n').pop() || 'the container did not start';
+        c.state = 'CONTAINER_EXITED';
+        c.exitCode = 128;
+        c.reason = 'StartError';
+        c.message = message;
+        c.finishedAt = nowNs();
+        await this.persistContainer(c);
+        throw new FailedPreconditionError(`failed to start container ${c.id}: ${message}`);
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    c.state = 'CONTAINER_RUNNING';
+    c.startedAt = nowNs();
+    c.isolation = this.isolation;
+    await this.persistContainer(c);
+  }
+
+  async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+    const c = this.container(id);
+    if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
+    const alive = () => procStart(c.pid!) === c.pidStart && this.readExit(c) === undefined;
+    const signal = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(c.pid!, sig);
+      } catch {
+        /* already gone */
+      }
+    };
+    if (timeoutSeconds > 0) {
+      signal('SIGTERM');
+      const deadline = Date.now() + timeoutSeconds * 1000;
+      while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    }
+    if (alive()) signal('SIGKILL'); // the init of its PID namespace: everything in it goes
+    const deadline = Date.now() + 10_000;
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    this.tick();
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    const c = this.containers.get(id) ?? [...this.containers.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!c) return; // idempotent
+    if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
+    if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
+    this.containers.delete(c.id);
+    this.cgroups.remove(c.id);
+    await rm(this.cdir(c.id), { recursive: true, force: true });
+  }
+
+  private containerView(c: ContainerRecord) {
+    return {
+      id: c.id,
+      pod_sandbox_id: c.sandboxId,
+      metadata: c.config.metadata,
+      image: { image: c.imageRef, annotations: {}, user_specified_image: c.config.image?.user_specified_image ?? '', runtime_handler: '' },
+      image_ref: c.imageId,
+      image_id: c.imageId,
+      state: c.state,
+      created_at: c.createdAt,
+      labels: c.config.labels ?? {},
+      annotations: c.config.annotations ?? {},
+    };
+  }
+
+  async listContainers(filter?: ContainerFilter): Promise<Container[]> {
+    return [...this.containers.values()]
+      .filter(
+        (c) =>
+          (!filter?.id || c.id.startsWith(filter.id)) &&
+          (!filter?.pod_sandbox_id || c.sandboxId.startsWith(filter.pod_sandbox_id)) &&
+          (!filter?.state || filter.state.state === c.state) &&
+          matchLabels(c.config.labels, filter?.label_selector),
+      )
+      .map((c) => this.containerView(c) as unknown as Container);
+  }
+
+  async containerStatus(id: string): Promise<ContainerStatusResponse> {
+    const c = this.container(id);
+    return {
+      status: {
+        ...this.containerView(c),
+        started_at: c.startedAt,
+        finished_at: c.finishedAt,
+        exit_code: c.exitCode,
+        reason: c.reason,
+        message: c.message,
+        mounts: c.config.mounts ?? [],
+        log_path: c.logPath,
+        resources: null,
+        user: null,
+      },
+      info: {},
+    } as unknown as ContainerStatusResponse;
+  }
+
+  async updateContainerResources(id: string): Promise<void> {
+    this.container(id);
+    throw new FailedPreconditionError('updating the resources of a running container is not supported by the process runtime');
+  }
+
+  async reopenContainerLog(id: string): Promise<void> {
+    const c = this.container(id);
+    if (c.state !== 'CONTAINER_RUNNING') throw new FailedPreconditionError(`container ${c.id} is not running`);
+    // Lines are appended by path on every forward: a rotated log is simply created anew.
+  }
+
+  async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+    const c = this.container(id);
+    if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) throw new FailedPreconditionError(`container ${c.id} is not running`);
+    if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
+    const argv =
+      c.isolation === 'bubblewrap'
+        ? ['nsenter', '-t', String(c.pid), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd]
+        : ['proot', '-r', join(this.cdir(c.id), 'rootfs'), ...cmd];
+    return new Promise<ExecSyncResponse>((resolve) => {
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on('data', (b: Buffer) => out.push(b));
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      const timer = timeoutSeconds > 0 ? setTimeout(() => child.kill('SIGKILL'), timeoutSeconds * 1000) : undefined;
+      child.on('close', (code, sig) => {
+        if (timer) clearTimeout(timer);
+        resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exit_code: code ?? (sig ? 128 + (os.constants.signals[sig] ?? 9) : 1) } as unknown as ExecSyncResponse);
+      });
+      child.on('error', (e) => resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from(e.message), exit_code: 127 } as unknown as ExecSyncResponse));
+    });
+  }
+
+  // ImageService
+
+  private imageView(img: StoredImage): Image {
+    return { id: img.id, repo_tags: img.repoTags, repo_digests: img.repoDigests, size: String(img.size), uid: null, username: '', spec: null, pinned: false } as unknown as Image;
+  }
+
+  async listImages(): Promise<Image[]> {
+    return this.images.list().map((i) => this.imageView(i));
+  }
+
+  async imageStatus(image: ImageSpec): Promise<ImageStatusResponse> {
+    const img = this.images.find(image.image ?? '');
+    return { image: img ? this.imageView(img) : null, info: {} } as unknown as ImageStatusResponse;
+  }
+
+  async pullImage(image: ImageSpec): Promise<string> {
+    const img = await this.images.pull(image.image ?? '');
+    return img.id;
+  }
+
+  async removeImage(image: ImageSpec): Promise<void> {
+    const img = this.images.find(image.image ?? '');
+    if (img && [...this.containers.values()].some((c) => c.imageId === img.id)) {
+      throw new FailedPreconditionError(`image ${image.image} is in use by a container`);
+    }
+    await this.images.remove(image.image ?? '');
+  }
+
+  async imageFsInfo(): Promise<ImageFsInfoResponse> {
+    let inodes = '0';
+    try {
+      inodes = String(statfsSync(this.images.root).files - statfsSync(this.images.root).ffree);
+    } catch {
+      /* not supported */
+    }
+    const used = await this.images.usedBytes();
+    const usage = { timestamp: nowNs(), fs_id: { mountpoint: this.images.root }, used_bytes: { value: String(used) }, inodes_used: { value: inodes } };
+    return { image_filesystems: [usage], container_filesystems: [usage] } as unknown as ImageFsInfoResponse;
+  }
+}

@@ -97,6 +97,27 @@ function procStart(pid: number): string | undefined {
   }
 }
 
+/** CRI's KeyValue.value is bytes: a Buffer off the wire, or its JSON form once persisted. */
+function bytesToString(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
+  const o = v as { type?: string; data?: number[] };
+  if (o.type === 'Buffer' && Array.isArray(o.data)) return Buffer.from(o.data).toString('utf8');
+  return String(v);
+}
+
+/** runc's check before exec: the command must exist in the container's root (PATH searched for bare names). */
+function missingExecutable(rootfs: string, cmd: string, path: string, cwd: string): string | undefined {
+  const inRoot = (p: string) => join(rootfs, p);
+  if (cmd.includes('/')) {
+    const abs = cmd.startsWith('/') ? cmd : join(cwd, cmd);
+    return existsSync(inRoot(abs)) ? undefined : `exec: "${cmd}": stat ${cmd}: no such file or directory`;
+  }
+  for (const dir of path.split(':')) if (dir && existsSync(inRoot(join(dir, cmd)))) return undefined;
+  return `exec: "${cmd}": executable file not found in $PATH`;
+}
+
 function matchLabels(labels: Record<string, string> | undefined, selector: Record<string, string> | undefined): boolean {
   return Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 }
@@ -393,10 +414,21 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     }
     if (!env.has('PATH')) env.set('PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
     env.set('HOSTNAME', s.config.hostname || s.config.metadata?.name || 'pod');
-    for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, String(e.value ?? ''));
+    for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
     const mounts = (c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
     if (existsSync('/etc/resolv.conf')) mounts.push({ hostPath: '/etc/resolv.conf', containerPath: '/etc/resolv.conf', readonly: true });
     const dir = this.cdir(c.id);
+    // As runc: a command that is not there fails the start, rather than a container that exits at once.
+    const missing = missingExecutable(rootfs, argv[0]!, env.get('PATH') ?? '', c.config.working_dir || img.config.WorkingDir || '/');
+    if (missing) {
+      c.state = 'CONTAINER_EXITED';
+      c.exitCode = 128;
+      c.reason = 'StartError';
+      c.message = missing;
+      c.finishedAt = nowNs();
+      await this.persistContainer(c);
+      throw new FailedPreconditionError(`failed to start container ${c.id}: ${missing}`);
+    }
     const launch = launchArgv(this.isolation, {
       rootfs,
       argv,

@@ -111,7 +111,8 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
     command,
     args,
     working_dir: container.workingDir ?? '',
-    envs: env,
+    // KeyValue.value is `bytes` in CRI v1: a string would be read as base64.
+    envs: env.map((e) => ({ key: e.key, value: Buffer.from(e.value, 'utf8') })),
     labels: newContainerLabels(container, pod, deps.nodeName),
     annotations: newContainerAnnotations(container, pod, restartCount, input.type),
     log_path: `${container.name}/${restartCount}.log`,

@@ -96,7 +96,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
  * Test cleanup: deletes the node's pods through the API (the agent stops them and removes the
  * objects), stops the agent, and removes any sandbox of that node still in the runtime.
  */
-export async function cleanupAgent(agent: RunningAgent): Promise<void> {
+export async function cleanupAgent(agent: RunningAgent, runtimeEndpoint = clusterEnv().runtimeEndpoint): Promise<void> {
   const { core } = await import('./kube.js');
   const { CriClient } = await import('../../src/cri/client.js');
   const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${agent.nodeName}` });
@@ -107,7 +107,7 @@ export async function cleanupAgent(agent: RunningAgent): Promise<void> {
   }).catch(() => undefined);
   await agent.stop();
   await core.deleteNode({ name: agent.nodeName }).catch(() => undefined);
-  const cri = new CriClient(clusterEnv().runtimeEndpoint);
+  const cri = new CriClient(runtimeEndpoint);
   try {
     for (const sb of await cri.listPodSandbox({ label_selector: { 'nodelet.io/node-name': agent.nodeName } })) {
       await cri.stopPodSandbox(sb.id).catch(() => undefined);

@@ -1,25 +1,34 @@
 // The core pipeline on the real cluster: nodelet (the CLI, as a child process) runs pods created
-// through the API in the real containerd, and reports status and events back.
+// through the API in a real runtime (containerd, or nodelet's process runtime), and reports status
+// and events back. One suite, run once per runtime by the *.test.ts files that call it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../src/cri/client.js';
-import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../support/agent.js';
-import { clusterEnv, eventually, ipInCidr } from '../support/cluster.js';
-import { container, core, createPod, getPod, NS, podEvents, podGone, running, waitPod } from '../support/kube.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CriClient } from '../../../src/cri/client.js';
+import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
+import { clusterEnv, eventually } from '../cluster.js';
+import { container, core, createPod, getPod, NS, podEvents, podGone, running, waitPod } from '../kube.js';
+import type { TestRuntime } from '../runtimes.js';
 
+export function podLifecycleSuite(makeRuntime: () => Promise<TestRuntime>): void {
 const env = clusterEnv();
-const cri = new CriClient(env.runtimeEndpoint);
+let rt: TestRuntime;
+let cri: CriClient;
 let agent: RunningAgent;
 let node: string;
 
 before(async () => {
-  node = uniqueNodeName('it-life');
-  agent = await startAgent(node);
+  rt = await makeRuntime();
+  cri = new CriClient(rt.endpoint);
+  node = uniqueNodeName(`it-life-${rt.name}`);
+  agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
 });
 after(async () => {
-  await cleanupAgent(agent);
+  await cleanupAgent(agent, rt.endpoint);
   cri.close();
+  await rt.stop();
 });
 
 const loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
@@ -30,10 +39,10 @@ async function eventCount(pod: V1Pod, reason: string, fieldPath?: string): Promi
     .reduce((n, e) => n + (e.count ?? 1), 0);
 }
 
-test('a pod with two containers runs: Running, both ready, a pod IP from the bridge, real container IDs', async () => {
+test('a pod with two containers runs: Running, both ready, a pod IP, real container IDs', async () => {
   const created = await createPod(node, 'two', { containers: [container('a', loop), container('b', loop)] });
   const pod = await waitPod(created, 'Running with both containers ready', 30_000, running);
-  assert.ok(ipInCidr(pod.status!.podIP!, env.podCidr), `pod IP ${pod.status!.podIP}`);
+  assert.ok(rt.checkPodIP(pod.status!.podIP!, pod.status!.hostIP!), `pod IP ${pod.status!.podIP} (${rt.podNetwork ? 'from the bridge' : 'the host\'s'})`);
   assert.deepEqual(pod.status!.podIPs!.map((p) => p.ip), [pod.status!.podIP]);
   assert.equal(pod.status!.qosClass, 'BestEffort');
   assert.ok(pod.status!.startTime);
@@ -46,7 +55,8 @@ test('a pod with two containers runs: Running, both ready, a pod IP from the bri
     assert.ok(cs.state?.running?.startedAt);
     assert.equal(cs.image, env.testImage);
     assert.match(cs.imageID, /^sha256:/);
-    const id = cs.containerID!.replace('containerd://', '');
+    assert.ok(cs.containerID!.startsWith(`${rt.idScheme}://`), cs.containerID);
+    const id = cs.containerID!.replace(`${rt.idScheme}://`, '');
     const match = inRuntime.find((c) => c.id === id);
     assert.ok(match, `${cs.containerID} exists in containerd`);
     assert.equal(match.labels['io.kubernetes.container.name'], cs.name);
@@ -171,7 +181,7 @@ test('kubectl delete: SIGTERM first, SIGKILL after the grace period, sandbox sto
   });
   const pod = await waitPod(created, 'Running', 30_000, running);
   const uid = pod.metadata!.uid!;
-  const ids = Object.fromEntries(pod.status!.containerStatuses!.map((c) => [c.name, c.containerID!.replace('containerd://', '')]));
+  const ids = Object.fromEntries(pod.status!.containerStatuses!.map((c) => [c.name, c.containerID!.replace(`${rt.idScheme}://`, '')]));
   const started = Date.now();
   await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: NS });
   await podGone(pod, 30_000);
@@ -187,6 +197,26 @@ test('kubectl delete: SIGTERM first, SIGKILL after the grace period, sandbox sto
   assert.ok(sandboxes.every((s) => s.state === 'SANDBOX_NOTREADY'), 'every sandbox of the pod is stopped');
   const killing = (await core.listNamespacedEvent({ namespace: NS, fieldSelector: `involvedObject.uid=${uid},reason=Killing` })).items;
   assert.deepEqual(killing.map((e) => e.message).sort(), ['Stopping container polite', 'Stopping container stubborn']);
+});
+
+test('the environment reaches the container intact: values, $(VAR) expansion, downward API fields', async () => {
+  const created = await createPod(node, 'env', {
+    containers: [
+      container('c', 'echo "A=$A B=$B NAME=$POD_NAME NS=$POD_NS IP=$POD_IP"; while true; do sleep 1; done', {
+        env: [
+          { name: 'A', value: 'héllo wörld' },
+          { name: 'B', value: '$(A)!' },
+          { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          { name: 'POD_NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+          { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+        ],
+      }),
+    ],
+  });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
+  const line = await eventually('the container\'s first line in its CRI log', 10_000, async () => (existsSync(log) ? /stdout F (A=.*)$/m.exec(readFileSync(log, 'utf8'))?.[1] : undefined));
+  assert.equal(line, `A=héllo wörld B=héllo wörld! NAME=${pod.metadata!.name} NS=${NS} IP=${pod.status!.podIP}`);
 });
 
 test('changing a container image in place: killed as "definition changed" and started with the new image', async () => {
@@ -220,3 +250,4 @@ test('/metrics serves the kubelet\'s metric names with real observations, /healt
   assert.ok(value(/^kubelet_pod_start_duration_seconds_count (\d+)/m) >= 1);
   assert.match(text, /^process_resident_memory_bytes \d+/m);
 });
+}

@@ -1,0 +1,77 @@
+// The container runtimes the pipeline tests run against: the test cluster's containerd, and
+// nodelet's own process runtime (started here as `nodelet runtime serve`).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { CriClient } from '../../src/cri/client.js';
+import { clusterEnv, eventually, ipInCidr, projectRoot } from './cluster.js';
+
+export interface TestRuntime {
+  name: 'containerd' | 'process';
+  endpoint: string;
+  /** containerd:// or nodelet-process:// */
+  idScheme: string;
+  /** Whether a pod gets an IP of its own (a network namespace on the bridge) or the host's. */
+  podNetwork: boolean;
+  checkPodIP(ip: string, hostIP: string): boolean;
+  stop(): Promise<void>;
+}
+
+export function containerdRuntime(): TestRuntime {
+  const env = clusterEnv();
+  return {
+    name: 'containerd',
+    endpoint: env.runtimeEndpoint,
+    idScheme: 'containerd',
+    podNetwork: true,
+    checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
+    stop: async () => undefined,
+  };
+}
+
+export interface ProcessRuntimeHandle extends TestRuntime {
+  process: ChildProcess;
+  /** SIGKILL and start again on the same state (a crash and a restart). */
+  restart(): Promise<void>;
+}
+
+/** Starts `nodelet runtime serve` on a socket of its own, with the test images as its pull source. */
+export async function processRuntime(tag: string): Promise<ProcessRuntimeHandle> {
+  const env = clusterEnv();
+  const dir = join(env.clusterDir, `process-${tag}`);
+  const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, `process-${tag}.sock`);
+  mkdirSync(dir, { recursive: true });
+  const launch = async (): Promise<ChildProcess> => {
+    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const cri = new CriClient(`unix://${socket}`, { statusTimeoutMs: 1000 });
+    try {
+      await eventually('the process runtime to serve', 20_000, async () => ((await cri.version('0.1.0')).runtime_name === 'nodelet-process' ? true : undefined));
+    } finally {
+      cri.close();
+    }
+    return child;
+  };
+  const handle: ProcessRuntimeHandle = {
+    name: 'process',
+    endpoint: `unix://${socket}`,
+    idScheme: 'nodelet-process',
+    podNetwork: false,
+    checkPodIP: (ip, hostIP) => ip === hostIP,
+    process: await launch(),
+    async restart() {
+      const old = handle.process;
+      const exited = new Promise((r) => old.once('exit', r));
+      old.kill('SIGKILL');
+      await exited;
+      handle.process = await launch();
+    },
+    async stop() {
+      const exited = new Promise((r) => handle.process.once('exit', r));
+      handle.process.kill('SIGTERM');
+      await exited;
+    },
+  };
+  return handle;
+}

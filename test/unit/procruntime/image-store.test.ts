@@ -1,0 +1,113 @@
+// The process runtime's image store: OCI archives imported, layers shared, whiteouts honoured.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { archiveNameFor, ImageStore, normalizeRef } from '../../../src/procruntime/image-store.js';
+import { ProcessRuntime } from '../../../src/procruntime/runtime.js';
+import { forward, rfc3339Nano } from '../../../src/procruntime/log-forwarder.js';
+
+const work = mkdtempSync(join(tmpdir(), 'nodelet-images-'));
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Writes an OCI layout archive of `layers` (each a map of path -> content, null for a directory). */
+function archive(name: string, ref: string, layers: Array<Record<string, string | null>>, config: object = { Cmd: ['sh'] }): string {
+  const dir = join(work, `${name}-layout`);
+  mkdirSync(join(dir, 'blobs/sha256'), { recursive: true });
+  const blob = (b: Buffer) => {
+    const d = sha(b);
+    writeFileSync(join(dir, 'blobs/sha256', d), b);
+    return { digest: `sha256:${d}`, size: b.length };
+  };
+  const layerDescs = layers.map((files, i) => {
+    const root = join(work, `${name}-l${i}`);
+    mkdirSync(root, { recursive: true });
+    for (const [p, content] of Object.entries(files)) {
+      if (content === null) mkdirSync(join(root, p), { recursive: true });
+      else {
+        mkdirSync(join(root, p, '..'), { recursive: true });
+        writeFileSync(join(root, p), content);
+      }
+    }
+    const tar = join(work, `${name}-l${i}.tar`);
+    execFileSync('tar', ['--sort=name', '-cf', tar, '-C', root, '.']);
+    return blob(readFileSync(tar));
+  });
+  const cfg = blob(Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config, rootfs: { type: 'layers', diff_ids: layerDescs.map((l) => l.digest) } })));
+  const manifest = blob(Buffer.from(JSON.stringify({ schemaVersion: 2, config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...cfg }, layers: layerDescs.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...l })) })));
+  writeFileSync(join(dir, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}');
+  writeFileSync(join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'io.containerd.image.name': ref } }] }));
+  const out = join(work, `${name}.tar`);
+  execFileSync('tar', ['-cf', out, '-C', dir, '.']);
+  return out;
+}
+
+test('layers are applied in order with whiteouts and opaque directories; shared layers are unpacked once', async () => {
+  const base = { 'etc/keep': 'base', 'etc/gone': 'base', 'opt/old/a': 'a', 'opt/old/b': 'b', 'bin/x': 'x1' };
+  const file = archive('wh', 'example.test/wh:1', [base, { 'etc/.wh.gone': '', 'opt/old/.wh..wh..opq': '', 'opt/old/c': 'c', 'bin/x': 'x2' }]);
+  const store = new ImageStore(join(work, 'store'));
+  await store.load();
+  const [img] = await store.importArchive(file);
+  assert.deepEqual(img!.repoTags, ['example.test/wh:1']);
+  assert.equal(store.find('example.test/wh:1')?.id, img!.id);
+  assert.equal(store.find(img!.id.slice(7))?.id, img!.id, 'found by bare ID too');
+  const root = await store.rootfs(img!);
+  assert.equal(readFileSync(join(root, 'etc/keep'), 'utf8'), 'base');
+  assert.ok(!existsSync(join(root, 'etc/gone')), 'a whiteout removes the lower file');
+  assert.deepEqual(readdirSync(join(root, 'opt/old')).sort(), ['c'], 'an opaque directory hides everything below');
+  assert.equal(readFileSync(join(root, 'bin/x'), 'utf8'), 'x2', 'upper layers win');
+  assert.ok(!readdirSync(join(root, 'etc')).some((f) => f.startsWith('.wh.')), 'no whiteout files remain');
+  // A second image on the same base layer reuses its unpacked directory.
+  const before = readdirSync(join(work, 'store/layers')).length;
+  await store.importArchive(archive('wh2', 'example.test/wh:2', [base, { 'etc/extra': 'e' }]));
+  assert.equal(readdirSync(join(work, 'store/layers')).length, before + 1);
+  // The store survives a restart.
+  const again = new ImageStore(join(work, 'store'));
+  await again.load();
+  assert.equal(again.list().length, 2);
+  await again.remove('example.test/wh:1');
+  assert.equal(again.list().length, 1);
+  assert.ok(existsSync(join(work, 'store/layers', img!.layers[0]!.slice(7))), 'a layer still used by another image stays');
+});
+
+test('pull finds <name>_<tag>.tar in the images directory; references normalise like CRI\'s', async () => {
+  assert.equal(archiveNameFor('nodelet.test/busybox:1'), 'busybox_1.tar');
+  assert.equal(archiveNameFor('registry.local:5000/team/app'), 'app_latest.tar');
+  assert.equal(normalizeRef('example.test/app'), 'example.test/app:latest');
+  const imagesDir = join(work, 'pull-src');
+  mkdirSync(imagesDir, { recursive: true });
+  execFileSync('cp', [archive('pulled', 'example.test/pulled:3', [{ 'a': 'a' }]), join(imagesDir, 'pulled_3.tar')]);
+  const store = new ImageStore(join(work, 'store-pull'), imagesDir);
+  await store.load();
+  const img = await store.pull('example.test/pulled:3');
+  assert.deepEqual(img.repoTags, ['example.test/pulled:3']);
+  await assert.rejects(store.pull('example.test/absent:1'), /no archive .*absent_1\.tar/);
+});
+
+test('argv: command replaces ENTRYPOINT, args replaces CMD', () => {
+  const img = { id: 'x', repoTags: [], repoDigests: [], size: 0, layers: [], config: { Entrypoint: ['/entry'], Cmd: ['default'] } };
+  assert.deepEqual(ProcessRuntime.argv({}, img), ['/entry', 'default']);
+  assert.deepEqual(ProcessRuntime.argv({ args: ['x'] }, img), ['/entry', 'x']);
+  assert.deepEqual(ProcessRuntime.argv({ command: ['/bin/sh'] }, img), ['/bin/sh']);
+  assert.deepEqual(ProcessRuntime.argv({ command: ['/bin/sh'], args: ['-c', 'true'] }, img), ['/bin/sh', '-c', 'true']);
+});
+
+test('output is copied to the CRI log format, partial lines held, long lines split with P', () => {
+  const raw = join(work, 'raw');
+  const log = join(work, 'logs/c/0.log');
+  writeFileSync(raw, 'one\ntw');
+  const st = { offset: 0, pending: '' };
+  forward(raw, 'stdout', log, st, Date.UTC(2026, 10, 29, 18, 11, 10, 433));
+  assert.equal(readFileSync(log, 'utf8'), '2026-11-29T18:11:10.433Z stdout F one\n');
+  writeFileSync(raw, 'one\ntwo\n' + 'x'.repeat(20_000));
+  forward(raw, 'stdout', log, st, Date.UTC(2026, 10, 29, 18, 11, 11));
+  forward(raw, 'stdout', log, st, Date.UTC(2026, 10, 29, 18, 11, 12), true);
+  const lines = readFileSync(log, 'utf8').trimEnd().split('\n');
+  assert.equal(lines[1], '2026-11-29T18:11:11Z stdout F two');
+  assert.match(lines[2]!, /^\S+ stdout P x{16384}$/);
+  assert.match(lines[3]!, /^\S+ stdout F x{3616}$/);
+  assert.equal(rfc3339Nano(Date.UTC(2026, 0, 1, 0, 0, 0, 5)), '2026-01-01T00:00:00.005Z');
+});

@@ -1,12 +1,16 @@
-# nodelet: the two commands are `make run` (arrives with the process-runtime issue; see README) and `make test`.
+# nodelet: the two commands are `make run` (nodelet standalone with example pods) and `make test` (everything, tested).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 NODE_BIN := node_modules/.bin
 
-.PHONY: help setup build proto cluster-up cluster-down agent-up agent-down bench test test-unit test-integration clean
+run:
+	hack/run.sh
+
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench test test-unit test-integration clean
 
 help:
+	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
 	@echo "make setup         install Debian/npm packages and build the Go test binaries (cached in ~/.cache/nodelet)"
 	@echo "make build         compile TypeScript into dist/"
 	@echo "make test          setup + build + cluster-up + unit and integration tests + cluster-down"

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what nodelet's build, tests and test cluster need, when it is missing:
 # Debian packages, npm packages, and the Go-built binaries (cached by version under ~/.cache/nodelet).
+#   --runtime-only: only what `make run` needs (no Go-built test binaries, no containerd).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
+runtime_only=false
+[ "${1:-}" = --runtime-only ] && runtime_only=true
 
 # containerd/runc/CNI: the real runtime under test. busybox-static + gcc/libc6-dev: the offline test images.
 # bubblewrap/proot: the process runtime's isolation. iproute2/iptables: CNI bridge plumbing.
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
-pkgs=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev bubblewrap proot iproute2 iptables openssl curl ca-certificates tar)
+pkgs=(busybox-static bubblewrap proot util-linux curl ca-certificates tar)
+$runtime_only || pkgs+=(containerd runc containernetworking-plugins gcc libc6-dev iproute2 iptables openssl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -31,4 +35,4 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-"$here/build-go-bins.sh" etcd kube-apiserver kubectl crictl
+$runtime_only || "$here/build-go-bins.sh" etcd kube-apiserver kubectl crictl

@@ -1,10 +1,16 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
 import os from 'node:os';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ImageManager } from '../images/image-manager.js';
 import { ApiEventRecorder } from '../kube/events.js';
+import { LocalPodStatusStore, LogEventRecorder } from '../kube/local.js';
+import { readHostInfo } from '../kube/host.js';
+import { capacityAndAllocatable, nodeLabels, nodeTaints } from '../kube/node-status.js';
+import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
+import { ProcessRuntime } from '../procruntime/runtime.js';
+import { ProcessRuntimeServer } from '../procruntime/server.js';
 import { apiErrorMessage, httpCode, KubeClient } from '../kube/client.js';
 import { clientNodeWatch, PodReflector } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
@@ -48,13 +54,17 @@ export class Agent implements PodSyncer {
   readonly metrics = new Metrics({ processMetrics: true });
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly cri: CriClient;
-  private readonly kube: KubeClient;
-  private readonly recorder: ApiEventRecorder;
+  private cri!: CriClient;
+  /** Undefined when nodelet runs standalone (no kubeconfig and not in a cluster). */
+  private readonly kube?: KubeClient;
+  private readonly recorder: ApiEventRecorder | LogEventRecorder;
+  private readonly local = new LocalPodStatusStore();
   private readonly statusManager: StatusManager;
   readonly workers: PodWorkers;
-  private readonly reflector: PodReflector;
-  private readonly pleg: GenericPLEG;
+  private readonly reflector?: PodReflector;
+  private readonly staticPods?: StaticPodSource;
+  private pleg!: GenericPLEG;
+  private processRuntime?: { runtime: ProcessRuntime; server: ProcessRuntimeServer };
   private readonly server: AgentServer;
   private deps!: RuntimeManagerDeps;
   private readonly lastSync = new Map<string, PodSyncResult>();
@@ -66,6 +76,8 @@ export class Agent implements PodSyncer {
   /** Pods refused by admission: they never reach a worker. */
   private readonly rejected = new Set<string>();
   private sourcesReady = false;
+  /** Standalone: the node as admission sees it, built from the config and the host. */
+  private localNode?: V1Node;
   port = 0;
 
   constructor(
@@ -75,10 +87,24 @@ export class Agent implements PodSyncer {
     const opts = config;
     this.clock = deps.clock ?? realClock;
     this.logger = deps.logger;
-    this.cri = new CriClient(opts.runtimeEndpoint, { observer: this.metrics.criObserver() });
-    this.kube = opts.kubeconfig ? KubeClient.fromFile(opts.kubeconfig) : KubeClient.inCluster();
-    this.recorder = new ApiEventRecorder({ api: this.kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics });
-    this.statusManager = new StatusManager(this.kube, this.clock, this.logger);
+    if (opts.kubeconfig) this.kube = KubeClient.fromFile(opts.kubeconfig);
+    else if (process.env.KUBERNETES_SERVICE_HOST) this.kube = KubeClient.inCluster();
+    const kube = this.kube;
+    this.recorder = kube
+      ? new ApiEventRecorder({ api: kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics })
+      : new LogEventRecorder(this.logger);
+    // Static pods have no API object (no mirror pods yet): their status stays local, served on /pods.
+    const local = this.local;
+    const isLocal = (uid: string) => !kube || this.staticPods?.list().some((p) => p.metadata?.uid === uid) === true;
+    this.statusManager = new StatusManager(
+      {
+        listPods: (sel, rv) => (kube ? kube.listPods(sel, rv) : local.listPods()),
+        patchPodStatus: (ns, name, uid, st) => (isLocal(uid) ? local.patchPodStatus(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st)),
+        deletePod: (ns, name, uid) => (isLocal(uid) ? local.deletePod(ns, name, uid) : kube!.deletePod(ns, name, uid)),
+      },
+      this.clock,
+      this.logger,
+    );
     this.workers = new PodWorkers({
       syncer: this,
       clock: this.clock,
@@ -90,9 +116,18 @@ export class Agent implements PodSyncer {
       maxConcurrentSyncs: opts.maxConcurrentSyncs,
     });
     const onPod = (type: UpdateType) => (pod: V1Pod) => this.handlePod(pod, type);
+    if (opts.staticPodPath) {
+      this.staticPods = new StaticPodSource(opts.staticPodPath, opts.nodeName, { onAdd: onPod('create'), onDelete: onPod('delete') }, this.logger);
+    }
+    this.server = new AgentServer({
+      metrics: this.metrics,
+      healthy: () => this.health(),
+      pods: () => this.pods(),
+    });
+    if (!kube) return;
     this.reflector = new PodReflector({
-      api: this.kube,
-      stream: clientNodeWatch(this.kube.config),
+      api: kube,
+      stream: clientNodeWatch(kube.config),
       nodeName: opts.nodeName,
       clock: this.clock,
       logger: this.logger,
@@ -110,6 +145,30 @@ export class Agent implements PodSyncer {
         },
       },
     });
+  }
+
+  /** Every pod this agent was given, with its status (the API's, or the local one of a static pod). */
+  pods(): V1Pod[] {
+    const all = [...(this.reflector?.list() ?? []), ...(this.staticPods?.list() ?? [])];
+    return all.map((p) => ({ ...p, status: this.local.status(p.metadata?.uid ?? '') ?? p.status }));
+  }
+
+  /** Checks the runtime's version (refusing any but CRI 0.1.0), then starts every loop. */
+  async start(): Promise<void> {
+    const opts = this.config;
+    let endpoint = opts.runtimeEndpoint;
+    if (opts.runtime === 'process') {
+      const root = opts.processRuntime.root;
+      const socket = opts.processRuntime.socket || `${root}/cri.sock`;
+      const runtime = new ProcessRuntime({ root, imagesDir: opts.processRuntime.imagesDir || undefined, hostIP: opts.nodeIP || undefined, log: (m, f) => this.logger.info(m, f) });
+      await runtime.start();
+      const server = new ProcessRuntimeServer(runtime);
+      await server.listen(socket);
+      this.processRuntime = { runtime, server };
+      endpoint = `unix://${socket}`;
+      this.logger.info('process runtime serving', { socket: endpoint, isolation: runtime.isolationMode });
+    }
+    this.cri = new CriClient(endpoint, { observer: this.metrics.criObserver() });
     this.pleg = new GenericPLEG({
       runtime: this.cri,
       nodeName: opts.nodeName,
@@ -119,15 +178,6 @@ export class Agent implements PodSyncer {
       relistPeriodMs: opts.plegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
     });
-    this.server = new AgentServer({
-      metrics: this.metrics,
-      healthy: () => this.health(),
-      pods: () => this.reflector.list(),
-    });
-  }
-
-  /** Checks the runtime's version (refusing any but CRI 0.1.0), then starts every loop. */
-  async start(): Promise<void> {
     const version = await checkRuntimeVersion(this.cri);
     this.logger.info('container runtime initialized', { runtime: version.runtime_name, version: version.runtime_version, apiVersion: version.runtime_api_version });
     const workers = this.workers;
@@ -165,6 +215,17 @@ export class Agent implements PodSyncer {
       memoryCapacity: os.totalmem(),
     };
     this.port = await this.server.listen(this.config.address, this.config.port);
+    if (!this.kube) {
+      this.logger.info('no API server configured: running standalone', { staticPodPath: this.config.staticPodPath || undefined });
+      this.localNode = this.standaloneNode();
+      this.pleg.start();
+      this.staticPods?.start();
+      this.sourcesReady = true;
+      this.every(2000, () => this.housekeeping());
+      this.every(60_000, () => this.collectGarbage());
+      this.logger.info('nodelet started', { node: this.config.nodeName, port: this.port });
+      return;
+    }
     this.nodeController = new NodeController({
       api: this.kube,
       runtime: this.cri,
@@ -178,7 +239,8 @@ export class Agent implements PodSyncer {
     // Admission needs the node's allocatable: the node is registered before pods are taken.
     await this.nodeController.start();
     this.pleg.start();
-    this.reflector.start();
+    this.reflector?.start();
+    this.staticPods?.start();
     this.every(2000, () => this.housekeeping());
     this.every(60_000, () => this.collectGarbage());
     this.logger.info('nodelet started', { node: this.config.nodeName, port: this.port });
@@ -188,13 +250,16 @@ export class Agent implements PodSyncer {
   async stop(): Promise<void> {
     this.stopping = true;
     for (const l of this.loops) l.timer?.cancel();
-    await this.reflector.stop();
-    await this.pleg.stop();
+    this.staticPods?.stop();
+    await this.reflector?.stop();
+    await this.pleg?.stop();
     await this.workers.stop();
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
     await this.server.close();
-    this.cri.close();
+    this.cri?.close();
+    // The process runtime's containers keep running too: a restarted agent (and runtime) adopts them.
+    await this.processRuntime?.server.close();
   }
 
   private every(ms: number, fn: () => Promise<void>): void {
@@ -207,8 +272,14 @@ export class Agent implements PodSyncer {
     tick();
   }
 
+  private standaloneNode(): V1Node {
+    const host = readHostInfo(this.config.podLogRoot);
+    const { capacity, allocatable } = capacityAndAllocatable(this.config, host);
+    return { metadata: { name: this.config.nodeName, labels: nodeLabels(this.config, host) }, spec: { taints: nodeTaints(this.config) }, status: { capacity, allocatable } };
+  }
+
   private health(): { ok: boolean; detail: string } {
-    if (!this.reflector.hasSynced) return { ok: false, detail: 'pods not listed from the API server yet' };
+    if (this.reflector && !this.reflector.hasSynced) return { ok: false, detail: 'pods not listed from the API server yet' };
     return { ok: true, detail: 'ok' };
   }
 
@@ -221,7 +292,7 @@ export class Agent implements PodSyncer {
       return;
     }
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
-      const node = this.nodeController?.nodeObject;
+      const node = this.nodeController?.nodeObject ?? this.localNode;
       const verdict = node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
@@ -246,6 +317,7 @@ export class Agent implements PodSyncer {
   }
 
   private async deleteFromApi(pod: V1Pod): Promise<void> {
+    if (!this.kube || isStaticPod(pod)) return;
     try {
       await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', pod.metadata?.uid ?? '');
     } catch (err) {
@@ -305,7 +377,7 @@ export class Agent implements PodSyncer {
       this.statusManager.forget(uid);
       return;
     }
-    if (!pod.metadata?.deletionTimestamp) return;
+    if (!pod.metadata?.deletionTimestamp || !this.kube || isStaticPod(pod)) return;
     try {
       await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', uid);
       this.logger.info('pod deleted from the API server', podFields(pod));

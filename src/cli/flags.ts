@@ -22,6 +22,8 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'cpu-cfs-quota': ['cpuCFSQuota', 'bool', 'enforce CPU limits with CFS quota (default true)'],
   'allow-privileged': ['allowPrivileged', 'bool', 'let securityContext.privileged take effect (default false)'],
   'node-status-update-frequency': ['nodeStatusUpdateFrequency', 'duration', 'how often node status is computed (default 10s)'],
+  'static-pod-path': ['staticPodPath', 'string', 'a directory of static pod manifests, watched'],
+  runtime: ['runtime', 'string', 'cri (a runtime at --runtime-endpoint) or process (nodelet\'s own)'],
   'log-level': ['logLevel', 'string', 'error|warn|info|debug (default info)'],
   'log-format': ['logFormat', 'string', 'json|text (default: text on a terminal, else json)'],
 };

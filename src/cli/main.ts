@@ -18,6 +18,9 @@ Usage:
                                         processes (bubblewrap, or proot), for nodelet, crictl, critest
   nodelet images import FILE.tar [--root DIR]
                                         add an OCI image archive to the process runtime's store
+  nodelet get pods [-w] [--server URL]  the agent's pods, as kubectl get pods (from its /pods endpoint;
+                                        default server http://127.0.0.1:10250)
+  nodelet runtime reset --root DIR      stop and remove every container and sandbox of a process runtime
   nodelet version
   nodelet --help
 
@@ -115,6 +118,32 @@ async function imagesImport(args: string[]): Promise<void> {
   }
 }
 
+async function runtimeReset(args: string[]): Promise<void> {
+  const { values } = options(args, ['root']);
+  const { ProcessRuntime } = await import('../procruntime/runtime.js');
+  const runtime = new ProcessRuntime({ root: values.root ?? DEFAULT_PROCESS_ROOT });
+  await runtime.start();
+  for (const sb of await runtime.listPodSandbox()) {
+    await runtime.stopPodSandbox(sb.id);
+    await runtime.removePodSandbox(sb.id);
+  }
+  for (const c of await runtime.listContainers()) await runtime.removeContainer(c.id);
+  runtime.stop();
+}
+
+async function getPodsCommand(args: string[]): Promise<void> {
+  const watch = args.includes('-w') || args.includes('--watch');
+  const { values, rest } = options(args.filter((a) => a !== '-w' && a !== '--watch'), ['server']);
+  if (rest.length !== 1 || rest[0] !== 'pods') throw new UsageError('usage: nodelet get pods [-w] [--server URL]');
+  const { getPods } = await import('./get-pods.js');
+  try {
+    await getPods(values.server ?? 'http://127.0.0.1:10250', watch);
+  } catch (err) {
+    process.stderr.write(`nodelet: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   try {
@@ -127,6 +156,8 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     if (cmd === 'runtime' && rest[0] === 'serve') return await runtimeServe(rest.slice(1));
+    if (cmd === 'runtime' && rest[0] === 'reset') return await runtimeReset(rest.slice(1));
+    if (cmd === 'get') return await getPodsCommand(rest);
     if (cmd === 'images' && rest[0] === 'import') return await imagesImport(rest.slice(1));
     if (cmd === 'run') {
       if (rest.includes('--help') || rest.includes('-h')) {

@@ -66,6 +66,11 @@ export interface NodeletConfig {
   nodeLeaseDurationSeconds: number;
   nodeLeaseRenewIntervalMs: number;
   markUnschedulableOnShutdown: boolean;
+  /** A directory of static pod manifests ('' for none). */
+  staticPodPath: string;
+  /** 'cri': a CRI runtime at runtimeEndpoint; 'process': nodelet's own process runtime, started by the agent. */
+  runtime: 'cri' | 'process';
+  processRuntime: { root: string; imagesDir: string; socket: string };
 }
 
 export function defaultConfig(): NodeletConfig {
@@ -103,6 +108,9 @@ export function defaultConfig(): NodeletConfig {
     nodeLeaseDurationSeconds: 40,
     nodeLeaseRenewIntervalMs: 10_000,
     markUnschedulableOnShutdown: false,
+    staticPodPath: '',
+    runtime: 'cri',
+    processRuntime: { root: '/var/lib/nodelet/process', imagesDir: '', socket: '' },
   };
 }
 
@@ -123,7 +131,7 @@ export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv):
   });
 }
 
-type Kind = 'string' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum';
+type Kind = 'string' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
 
 interface FieldSpec {
   kind: Kind;
@@ -169,6 +177,9 @@ const fields: Record<string, FieldSpec> = {
   nodeLeaseDurationSeconds: { kind: 'int', min: 1, max: 3600 },
   nodeLeaseRenewInterval: { kind: 'duration', prop: 'nodeLeaseRenewIntervalMs', min: 100 },
   markUnschedulableOnShutdown: { kind: 'bool' },
+  staticPodPath: { kind: 'string' },
+  runtime: { kind: 'enum', values: ['cri', 'process'] },
+  processRuntime: { kind: 'processRuntime' },
 };
 
 export const configFieldNames = Object.keys(fields);
@@ -257,6 +268,16 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
         if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(o.effect as string)) throw new ConfigError(`${f}.effect: expected NoSchedule, PreferNoSchedule or NoExecute`);
         return { key: o.key, value: o.value as string | undefined, effect: o.effect as Taint['effect'] };
       });
+    }
+    case 'processRuntime': {
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map with root, imagesDir and socket');
+      const out = { ...defaultConfig().processRuntime };
+      for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (root, imagesDir, socket)`);
+        if (typeof v !== 'string') throw new ConfigError(`${field}.${k}: expected a string, got ${typeName(v)}`);
+        out[k as keyof typeof out] = expandEnv(v, `${field}.${k}`, env);
+      }
+      return out;
     }
     case 'eviction': {
       if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map of thresholds');

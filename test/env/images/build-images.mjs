@@ -11,7 +11,7 @@ import { join } from 'node:path';
 
 const [outDir, pauseBin, busyboxBin] = process.argv.slice(2);
 if (!outDir || !pauseBin || !busyboxBin) {
-  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY');
+  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY   (- skips the pause image)');
   process.exit(2);
 }
 const PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -58,7 +58,7 @@ function tarDir(dir, file) {
 }
 
 mkdirSync(outDir, { recursive: true });
-for (const img of images) {
+for (const img of images.filter((i) => pauseBin !== '-' || !i.name.endsWith('/pause'))) {
   const work = mkdtempSync(join(tmpdir(), 'nodelet-image-'));
   try {
     const rootfs = join(work, 'rootfs');

@@ -1,0 +1,97 @@
+// `nodelet get pods [-w]`: the agent's pods as `kubectl get pods` prints them, from its /pods endpoint.
+import type { V1Pod } from '@kubernetes/client-node';
+
+/** The STATUS column, by kubectl's rules: terminating, init progress, container reasons, else the phase. */
+export function podStatusText(pod: V1Pod): string {
+  const st = pod.status ?? {};
+  if (pod.metadata?.deletionTimestamp) return 'Terminating';
+  let reason = st.reason || st.phase || 'Pending';
+  const inits = st.initContainerStatuses ?? [];
+  const total = pod.spec?.initContainers?.length ?? inits.length;
+  for (const [i, c] of inits.entries()) {
+    const t = c.state?.terminated;
+    if (t && t.exitCode === 0) continue;
+    if (t) return t.reason ? `Init:${t.reason}` : t.signal ? `Init:Signal:${t.signal}` : `Init:ExitCode:${t.exitCode}`;
+    const w = c.state?.waiting?.reason;
+    if (w && w !== 'PodInitializing') return `Init:${w}`;
+    return `Init:${i}/${total}`;
+  }
+  let running = false;
+  for (const c of [...(st.containerStatuses ?? [])].reverse()) {
+    if (c.state?.waiting?.reason) reason = c.state.waiting.reason;
+    else if (c.state?.terminated) reason = c.state.terminated.reason || `ExitCode:${c.state.terminated.exitCode}`;
+    else if (c.state?.running) running = true;
+  }
+  if (reason === 'Completed' && running) reason = 'Running';
+  return reason;
+}
+
+function age(pod: V1Pod, now: number): string {
+  const t = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : now;
+  const s = Math.max(0, Math.floor((now - t) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`;
+  return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+}
+
+export function podRow(pod: V1Pod, now: number): string[] {
+  const cs = pod.status?.containerStatuses ?? [];
+  const total = pod.spec?.containers?.length ?? cs.length;
+  const ready = cs.filter((c) => c.ready).length;
+  const restarts = cs.reduce((n, c) => n + (c.restartCount ?? 0), 0);
+  return [pod.metadata?.name ?? '', `${ready}/${total}`, podStatusText(pod), String(restarts), age(pod, now)];
+}
+
+const HEADER = ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE'];
+
+export function columnWidths(rows: string[][]): number[] {
+  // STATUS gets room for the longest usual reason, so watched lines stay aligned.
+  return HEADER.map((h, i) => Math.max(h.length, i === 2 ? 'CrashLoopBackOff'.length : 0, ...rows.map((r) => r[i]!.length)));
+}
+
+export function formatRows(rows: string[][], widths: number[]): string {
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3))).join('')).join('\n');
+}
+
+export function formatTable(rows: string[][]): string {
+  return formatRows([HEADER, ...rows], columnWidths(rows));
+}
+
+async function fetchPods(server: string): Promise<V1Pod[]> {
+  const res = await fetch(`${server}/pods`);
+  if (!res.ok) throw new Error(`${server}/pods answered ${res.status}`);
+  const body = (await res.json()) as { items: V1Pod[] };
+  return body.items.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+}
+
+/** Prints the table once, or with `watch` a line each time a pod's row changes (as kubectl -w). */
+export async function getPods(server: string, watch: boolean, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<void> {
+  let pods: V1Pod[];
+  try {
+    pods = await fetchPods(server);
+  } catch (err) {
+    throw new Error(`cannot reach the agent at ${server}: ${(err as Error).message}`);
+  }
+  const now = Date.now();
+  const rows = pods.map((p) => podRow(p, now));
+  const widths = columnWidths(rows);
+  out(formatRows([HEADER, ...rows], widths));
+  if (!watch) return;
+  const last = new Map(pods.map((p) => [p.metadata?.uid ?? '', podRow(p, now).slice(0, 4).join('|')]));
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 500));
+    let current: V1Pod[];
+    try {
+      current = await fetchPods(server);
+    } catch {
+      continue; // the agent restarting: keep watching
+    }
+    const t = Date.now();
+    for (const p of current) {
+      const key = podRow(p, t).slice(0, 4).join('|');
+      if (last.get(p.metadata?.uid ?? '') === key) continue;
+      last.set(p.metadata?.uid ?? '', key);
+      out(formatRows([podRow(p, t)], widths));
+    }
+  }
+}

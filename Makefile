@@ -7,7 +7,7 @@ NODE_BIN := node_modules/.bin
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench critest test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -57,6 +57,11 @@ test-integration: build
 bench: setup build
 	hack/cluster-up.sh
 	node dist/bench/start-latency.js
+
+# critest (cri-tools) against the process runtime: counts of passed/failed/skipped specs.
+critest: setup build
+	hack/cluster-up.sh
+	hack/critest.sh
 
 # The whole suite on a fresh machine; the cluster is stopped even when tests fail.
 test:

@@ -1,7 +1,7 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
 import os from 'node:os';
-import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ImageManager } from '../images/image-manager.js';
 import { ApiEventRecorder } from '../kube/events.js';
@@ -9,6 +9,7 @@ import { LocalPodStatusStore, LogEventRecorder } from '../kube/local.js';
 import { readHostInfo } from '../kube/host.js';
 import { capacityAndAllocatable, nodeLabels, nodeTaints } from '../kube/node-status.js';
 import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
+import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
 import { ProcessRuntime } from '../procruntime/runtime.js';
 import { ProcessRuntimeServer } from '../procruntime/server.js';
 import { apiErrorMessage, httpCode, KubeClient } from '../kube/client.js';
@@ -65,6 +66,7 @@ export class Agent implements PodSyncer {
   private readonly staticPods?: StaticPodSource;
   private pleg!: GenericPLEG;
   private processRuntime?: { runtime: ProcessRuntime; server: ProcessRuntimeServer };
+  private mirrors?: MirrorPodManager;
   private readonly server: AgentServer;
   private deps!: RuntimeManagerDeps;
   private readonly lastSync = new Map<string, PodSyncResult>();
@@ -96,10 +98,16 @@ export class Agent implements PodSyncer {
     // Static pods have no API object (no mirror pods yet): their status stays local, served on /pods.
     const local = this.local;
     const isLocal = (uid: string) => !kube || this.staticPods?.list().some((p) => p.metadata?.uid === uid) === true;
+    const toMirror = async (ns: string, name: string, uid: string, st: V1PodStatus) => {
+      const r = await local.patchPodStatus(ns, name, uid, st);
+      const m = this.mirrors?.mirrorOf(uid);
+      // A static pod's status also goes to its mirror pod in the API (with the mirror's UID).
+      return m ? kube!.patchPodStatus(m.namespace, m.name, m.uid, st) : r;
+    };
     this.statusManager = new StatusManager(
       {
         listPods: (sel, rv) => (kube ? kube.listPods(sel, rv) : local.listPods()),
-        patchPodStatus: (ns, name, uid, st) => (isLocal(uid) ? local.patchPodStatus(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st)),
+        patchPodStatus: (ns, name, uid, st) => (isLocal(uid) ? toMirror(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st)),
         deletePod: (ns, name, uid) => (isLocal(uid) ? local.deletePod(ns, name, uid) : kube!.deletePod(ns, name, uid)),
       },
       this.clock,
@@ -125,6 +133,7 @@ export class Agent implements PodSyncer {
       pods: () => this.pods(),
     });
     if (!kube) return;
+    if (this.staticPods) this.mirrors = new MirrorPodManager(kube, opts.nodeName, () => this.nodeController?.nodeObject?.metadata?.uid, this.logger);
     this.reflector = new PodReflector({
       api: kube,
       stream: clientNodeWatch(kube.config),
@@ -286,6 +295,8 @@ export class Agent implements PodSyncer {
   /** Pod source events: admission for pods new to this agent, then the pod workers. */
   private handlePod(pod: V1Pod, type: UpdateType): void {
     const uid = pod.metadata?.uid ?? '';
+    // Our own mirror pods come back through the API watch: they are shadows, not pods to run.
+    if (isMirrorPod(pod)) return;
     if (this.rejected.has(uid)) {
       if (type === 'delete') this.rejected.delete(uid);
       else if (pod.metadata?.deletionTimestamp) void this.deleteFromApi(pod);
@@ -332,6 +343,10 @@ export class Agent implements PodSyncer {
     const uid = pod.metadata?.uid ?? '';
     // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
+    if (this.mirrors && isStaticPod(pod)) {
+      // Best effort: a static pod runs whether or not its mirror could be made.
+      await this.mirrors.ensure(pod).catch((err) => this.logger.warn('mirror pod not created', { ...podFields(pod), error: (err as Error).message }));
+    }
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const before = await getPodStatus(this.deps, uid, name, namespace);
     const pre = generateAPIPodStatus({ pod, runtime: before, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now() });
@@ -375,6 +390,10 @@ export class Agent implements PodSyncer {
     }
     if (removedFromApi) {
       this.statusManager.forget(uid);
+      if (isStaticPod(pod)) {
+        this.local.forget(uid);
+        await this.mirrors?.remove(uid);
+      }
       return;
     }
     if (!pod.metadata?.deletionTimestamp || !this.kube || isStaticPod(pod)) return;

@@ -57,6 +57,8 @@ export class ProcessRuntimeServer {
       UpdateContainerResources: async (q) => (await r.updateContainerResources(q.container_id), {}),
       ReopenContainerLog: async (q) => (await r.reopenContainerLog(q.container_id), {}),
       ExecSync: async (q) => r.execSync(q.container_id, q.cmd, Number(q.timeout)),
+      // cgroups are written directly (cgroupfs), never through systemd.
+      RuntimeConfig: async () => ({ linux: { cgroup_driver: 'CGROUPFS' } }),
     };
     const img: Record<string, Handler> = {
       ListImages: async () => ({ images: await r.listImages() }),

@@ -117,3 +117,36 @@ test('make run: example pods Running, the crash loop backing off, and Ctrl-C lea
     assert.match(out, /stopped; logs in /);
   }
 });
+
+test('with an API server, each static pod gets a mirror pod whose status is kept current; edits replace it, deletion removes it', async () => {
+  const { core } = await import('../support/kube.js');
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-mirror-'));
+  const pods = join(dir, 'pods');
+  mkdirSync(pods);
+  writeFileSync(join(pods, 'hello.yaml'), manifest('mirrored'));
+  const node = `mirror-${Math.random().toString(16).slice(2, 8)}`;
+  const agent = await startAgent(node, ['--static-pod-path', pods]);
+  const name = `hello-${node}`;
+  const mirror = () => core.readNamespacedPod({ name, namespace: 'default' }).catch(() => undefined);
+  try {
+    const first = await eventually('a Running mirror pod', 30_000, async () => {
+      const m = await mirror();
+      return m?.status?.phase === 'Running' && m.status.containerStatuses?.[0]?.ready ? m : undefined;
+    });
+    assert.ok(first.metadata?.annotations?.['kubernetes.io/config.mirror'], 'annotated as a mirror');
+    assert.equal(first.metadata?.annotations?.['kubernetes.io/config.source'], 'file');
+    assert.equal(first.metadata?.ownerReferences?.[0]?.kind, 'Node');
+    assert.equal(first.spec?.nodeName, node);
+    writeFileSync(join(pods, 'hello.yaml'), manifest('edited'));
+    const second = await eventually('a new mirror for the edited manifest, Running', 40_000, async () => {
+      const m = await mirror();
+      return m && m.metadata?.uid !== first.metadata?.uid && m.status?.phase === 'Running' ? m : undefined;
+    });
+    assert.notEqual(second.metadata?.annotations?.['kubernetes.io/config.mirror'], first.metadata?.annotations?.['kubernetes.io/config.mirror']);
+    rmSync(join(pods, 'hello.yaml'));
+    await eventually('the mirror pod gone', 30_000, async () => ((await mirror()) ? undefined : true));
+  } finally {
+    const { cleanupAgent } = await import('../support/agent.js');
+    await cleanupAgent(agent);
+  }
+});

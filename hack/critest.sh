@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `make critest`: cri-tools' conformance suite (critest) against nodelet's process runtime, started
+# here on a socket of its own. Prints the passed/failed/skipped counts and the failed specs.
+# Images critest names but this machine cannot pull (no registry) are the main source of failures:
+# the README lists them. Output: .cluster/critest/critest.log
+set -euo pipefail
+. "$(dirname "$0")/cluster-lib.sh"
+"$here/build-go-bins.sh" critest
+CRITEST="$BIN/critest-$CRI_TOOLS_VERSION"
+out="$CLUSTER_DIR/critest"
+rm -rf "$out" && mkdir -p "$out/images"
+[ -f "$CLUSTER_DIR/images/busybox_1.tar" ] || { echo "critest: run make cluster-up first (it builds the test images)" >&2; exit 1; }
+cp "$CLUSTER_DIR"/images/busybox_*.tar "$out/images/"
+sock="$RUN_DIR/critest-process.sock"
+node "$TOP/dist/src/cli/main.js" runtime serve --socket "$sock" --root "$out/root" --images-dir "$out/images" --log-format json >"$out/runtime.log" 2>&1 &
+rt=$!
+trap 'kill -TERM $rt 2>/dev/null; wait $rt 2>/dev/null; node "$TOP/dist/src/cli/main.js" runtime reset --root "$out/root"' EXIT
+for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
+cat >"$out/images.yaml" <<YAML
+defaultTestContainerImage: nodelet.test/busybox:1
+webServerTestImage: nodelet.test/busybox:1
+YAML
+set +e
+timeout "${CRITEST_TIMEOUT:-1200}" "$CRITEST" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
+  --test-images-file "$out/images.yaml" --ginkgo.no-color --ginkgo.timeout 20m ${CRITEST_ARGS:-} >"$out/critest.log" 2>&1
+rc=$?
+set -e
+summary=$(grep -E "^Ran [0-9]+ of [0-9]+ Specs" "$out/critest.log" | tail -1)
+counts=$(grep -oE "[0-9]+ Passed \| [0-9]+ Failed \| [0-9]+ Pending \| [0-9]+ Skipped" "$out/critest.log" | tail -1)
+echo "critest $CRI_TOOLS_VERSION against nodelet's process runtime: ${summary:-no summary} -- ${counts:-see $out/critest.log}"
+grep -E "^\s*\[FAIL\]" "$out/critest.log" | sed 's/^\s*//' | sort -u || true
+echo "(exit $rc; full log: $out/critest.log)"

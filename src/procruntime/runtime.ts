@@ -280,7 +280,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async stopPodSandbox(id: string): Promise<void> {
-    const s = this.sandbox(id);
+    // Idempotent, as CRI asks: stopping what is not there is not an error.
+    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!s) return;
     await Promise.all([...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING').map((c) => this.stopContainer(c.id, 0)));
     s.state = 'SANDBOX_NOTREADY';
     await this.persistSandbox(s);
@@ -493,7 +495,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
-    const c = this.container(id);
+    const c = this.containers.get(id) ?? [...this.containers.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
     const alive = () => procStart(c.pid!) === c.pidStart && this.readExit(c) === undefined;
     const signal = (sig: NodeJS.Signals) => {

@@ -130,16 +130,7 @@ export class NodeController {
     const existing = await api.getNode(config.nodeName);
     if (!existing) {
       const status = await this.statusNow();
-      const node = newNode({
-        config,
-        host: this.host(),
-        nodeIP: this.opts.nodeIP,
-        kubeletVersion: this.opts.kubeletVersion,
-        port: this.opts.port(),
-        runtime: await runtimeHealth(this.opts.runtime),
-        pressure: this.pressure(),
-        now: this.opts.clock.now(),
-      });
+      const node = newNode(config, this.host(), status);
       try {
         this.node = await api.createNode(node);
         this.opts.logger.info('node registered', { node: config.nodeName });

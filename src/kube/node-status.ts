@@ -40,13 +40,13 @@ export function nodeTaints(config: NodeletConfig): V1Taint[] {
 }
 
 /** The Node object a first registration creates. */
-export function newNode(input: NodeStatusInput): V1Node {
+export function newNode(config: NodeletConfig, host: HostInfo, status: V1NodeStatus): V1Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name: input.config.nodeName, labels: nodeLabels(input.config, input.host) },
-    spec: { taints: nodeTaints(input.config) },
-    status: computeNodeStatus(input),
+    metadata: { name: config.nodeName, labels: nodeLabels(config, host) },
+    spec: { taints: nodeTaints(config) },
+    status,
   };
 }
 

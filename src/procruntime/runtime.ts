@@ -422,15 +422,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const dir = this.cdir(c.id);
     // As runc: a command that is not there fails the start, rather than a container that exits at once.
     const missing = missingExecutable(rootfs, argv[0]!, env.get('PATH') ?? '', c.config.working_dir || img.config.WorkingDir || '/');
-    if (missing) {
-      c.state = 'CONTAINER_EXITED';
-      c.exitCode = 128;
-      c.reason = 'StartError';
-      c.message = missing;
-      c.finishedAt = nowNs();
-      await this.persistContainer(c);
-      throw new FailedPreconditionError(`failed to start container ${c.id}: ${missing}`);
-    }
+    if (missing) await this.failStart(c, missing);
     const launch = launchArgv(this.isolation, {
       rootfs,
       argv,
@@ -477,14 +469,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       }
       const err = readFileSync(join(dir, 'stderr'), 'utf8').slice(c.stderr.offset);
       if (/^bwrap: /m.test(err) || Date.now() > deadline) {
-        const message = err.trim().split('\n').pop() || 'the container did not start';
-        c.state = 'CONTAINER_EXITED';
-        c.exitCode = 128;
-        c.reason = 'StartError';
-        c.message = message;
-        c.finishedAt = nowNs();
-        await this.persistContainer(c);
-        throw new FailedPreconditionError(`failed to start container ${c.id}: ${message}`);
+        await this.failStart(c, err.trim().split('\n').pop() || 'the container did not start');
       }
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -492,6 +477,17 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     c.startedAt = nowNs();
     c.isolation = this.isolation;
     await this.persistContainer(c);
+  }
+
+  /** A start that failed leaves the container exited with 128 and StartError, as runc's do. */
+  private async failStart(c: ContainerRecord, message: string): Promise<never> {
+    c.state = 'CONTAINER_EXITED';
+    c.exitCode = 128;
+    c.reason = 'StartError';
+    c.message = message;
+    c.finishedAt = nowNs();
+    await this.persistContainer(c);
+    throw new FailedPreconditionError(`failed to start container ${c.id}: ${message}`);
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {

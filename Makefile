@@ -56,7 +56,7 @@ test-integration: build
 # Pod start latency through nodelet against the CRI floor; brings the test cluster up if it is not.
 bench: setup build
 	hack/cluster-up.sh
-	node dist/bench/start-latency.js
+	node dist/bench/bench.js
 
 # critest (cri-tools) against the process runtime: counts of passed/failed/skipped specs.
 critest: setup build

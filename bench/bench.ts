@@ -40,17 +40,26 @@ class PodWatch {
   private waiters: Array<() => void> = [];
   private abort?: AbortController;
 
+  private stopped = false;
+
+  private seen(type: string, pod: k8s.V1Pod): void {
+    const name = pod.metadata?.name ?? '';
+    if (type === 'DELETED') this.deletedAt.set(name, performance.now());
+    else if (!this.readyAt.has(name) && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.readyAt.set(name, performance.now());
+    this.waiters.forEach((w) => w());
+  }
+
   async start(node: string): Promise<void> {
+    const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
+    for (const p of list.items) this.seen('ADDED', p);
     this.abort = await new k8s.Watch(kc).watch(
       '/api/v1/pods',
-      { fieldSelector: `spec.nodeName=${node}` },
-      (type: string, pod: k8s.V1Pod) => {
-        const name = pod.metadata?.name ?? '';
-        if (type === 'DELETED') this.deletedAt.set(name, performance.now());
-        else if (!this.readyAt.has(name) && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.readyAt.set(name, performance.now());
-        this.waiters.forEach((w) => w());
+      { fieldSelector: `spec.nodeName=${node}`, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
+      (type: string, pod: k8s.V1Pod) => this.seen(type, pod),
+      // A watch the server ends (or that breaks) is opened again from the last state.
+      () => {
+        if (!this.stopped) void this.start(node).catch((err) => console.error(`bench: watch restart failed: ${(err as Error).message}`));
       },
-      () => undefined,
     );
   }
 
@@ -71,6 +80,7 @@ class PodWatch {
   }
 
   stop(): void {
+    this.stopped = true;
     this.abort?.abort();
   }
 }

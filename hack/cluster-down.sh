@@ -19,6 +19,23 @@ for proc in /proc/[0-9]*; do
     *containerd-shim*"-address $CONTAINERD_SOCK "*) stop_pid containerd-shim "${proc#/proc/}" 5 ;;
   esac
 done
+# Containers whose shim is gone (a containerd too busy to stop them through CRI) still run, now
+# children of init: kill what is left in the cgroup of each task our containerd recorded.
+tasks="$RUN_DIR/containerd-state/io.containerd.runtime.v2.task/k8s.io"
+if [ -d "$tasks" ]; then
+  for id in $(ls "$tasks"); do
+    for procs in /sys/fs/cgroup/pids/k8s.io/"$id"/cgroup.procs /sys/fs/cgroup/k8s.io/"$id"/cgroup.procs /sys/fs/cgroup/unified/k8s.io/"$id"/cgroup.procs; do
+      [ -f "$procs" ] || continue
+      for p in $(cat "$procs"); do kill -KILL "$p" 2>/dev/null || true; done
+    done
+  done
+  left=$(for id in $(ls "$tasks"); do cat /sys/fs/cgroup/pids/k8s.io/"$id"/cgroup.procs 2>/dev/null; done | wc -l)
+  [ "$left" -eq 0 ] || log "$left container processes could not be stopped"
+fi
+# Mounts containerd would have released through its shims (rootfs, shm) are released here.
+awk -v a="$CLUSTER_DIR/" -v b="$RUN_DIR/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
+  umount -l "$m" 2>/dev/null || true
+done
 if pid=$(pid_of kube-apiserver); then stop_pid kube-apiserver "$pid" 15; fi
 if pid=$(pid_of etcd); then stop_pid etcd "$pid" 15; fi
 rm -f "$CLUSTER_DIR"/*.pid

@@ -21,8 +21,8 @@ defaultTestContainerImage: nodelet.test/busybox:1
 webServerTestImage: nodelet.test/busybox:1
 YAML
 set +e
-timeout "${CRITEST_TIMEOUT:-1200}" "$CRITEST" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
-  --test-images-file "$out/images.yaml" --ginkgo.no-color --ginkgo.timeout 20m ${CRITEST_ARGS:-} >"$out/critest.log" 2>&1
+timeout "${CRITEST_TIMEOUT:-960}" "$CRITEST" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
+  --test-images-file "$out/images.yaml" --ginkgo.no-color --ginkgo.timeout 15m ${CRITEST_ARGS:-} >"$out/critest.log" 2>&1
 rc=$?
 set -e
 summary=$(grep -E "^Ran [0-9]+ of [0-9]+ Specs" "$out/critest.log" | tail -1)

@@ -33,6 +33,8 @@ ${flagsHelp()}
 
 async function run(args: string[]): Promise<void> {
   const config = parseRunArgs(args);
+  // A node agent must outlive the reader of its log going away (a closed pipe): drop the lines instead.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const logger = createLogger({ level: config.logLevel, format: config.logFormat || undefined });
   const agent = new Agent(config, { logger });
   let stopping = false;

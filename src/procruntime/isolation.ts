@@ -35,7 +35,7 @@ export interface LaunchSpec {
 /** The command line that runs the container's process under the chosen isolation. */
 export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   if (isolation === 'bubblewrap') {
-    const args = ['bwrap', '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
+    const args = ['bwrap', '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
     for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
     args.push('--die-with-parent', '--as-pid-1', '--json-status-fd', String(s.statusFd), '--chdir', s.cwd, '--clearenv');
     for (const [k, v] of s.env) args.push('--setenv', k, v);

@@ -83,7 +83,7 @@ export function fromGrpcError(err: unknown, method: string, endpoint: string, ti
     case GrpcStatus.DEADLINE_EXCEEDED:
       return new CriDeadlineExceededError(method, endpoint, timeoutMs, { cause: err });
     case GrpcStatus.UNIMPLEMENTED:
-      return new CriError('Unimplemented', method, endpoint, `${method} is not implemented by the runtime at ${endpoint}`, { cause: err });
+      return new CriError('Unimplemented', method, endpoint, `the runtime at ${endpoint} does not offer ${method}`, { cause: err });
     case GrpcStatus.INVALID_ARGUMENT:
       return new CriError('InvalidArgument', method, endpoint, `${method}: ${details}`, { cause: err });
     default:

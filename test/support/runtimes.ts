@@ -1,7 +1,7 @@
 // The container runtimes the pipeline tests run against: the test cluster's containerd, and
 // nodelet's own process runtime (started here as `nodelet runtime serve`).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
 import { clusterEnv, eventually, ipInCidr, projectRoot } from './cluster.js';
@@ -42,9 +42,12 @@ export async function processRuntime(tag: string): Promise<ProcessRuntimeHandle>
   const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, `process-${tag}.sock`);
   mkdirSync(dir, { recursive: true });
   const launch = async (): Promise<ChildProcess> => {
+    // Its log goes to a file beside its state, not into the test report.
+    const log = openSync(join(dir, 'runtime.log'), 'a');
     const child = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stdio: ['ignore', log, log],
     });
+    closeSync(log);
     const cri = new CriClient(`unix://${socket}`, { statusTimeoutMs: 1000 });
     try {
       await eventually('the process runtime to serve', 20_000, async () => ((await cri.version('0.1.0')).runtime_name === 'nodelet-process' ? true : undefined));

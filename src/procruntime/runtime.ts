@@ -6,9 +6,9 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, statfsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type {
@@ -577,7 +577,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   async reopenContainerLog(id: string): Promise<void> {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_RUNNING') throw new FailedPreconditionError(`container ${c.id} is not running`);
-    // Lines are appended by path on every forward: a rotated log is simply created anew.
+    // Lines are appended by path, so a rotated log is written anew anyway; the new file exists at once.
+    if (c.logPath) {
+      await mkdir(dirname(c.logPath), { recursive: true });
+      await appendFile(c.logPath, '');
+    }
   }
 
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {

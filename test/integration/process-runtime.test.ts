@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
@@ -38,7 +38,7 @@ test('Version and Status: nodelet-process, API 0.1.0, ready, and which isolation
   assert.equal(JSON.parse(st.info.isolation!).mode, 'bubblewrap');
 });
 
-test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, stop, rm, rmp', () => {
+test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, stop, rm, rmp', async () => {
   crictl('pull', env.testImage);
   assert.match(crictl('images'), /nodelet\.test\/busybox\s+1\s+[0-9a-f]{13}/);
   const logDir = join(tmp, 'logs');
@@ -58,6 +58,10 @@ test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, s
   const raw = readFileSync(join(logDir, 'c/0.log'), 'utf8');
   assert.match(raw, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z stdout F hello from cp-host$/m);
   assert.match(raw, /^\S+ stderr F oops$/m);
+  // Log rotation: the log moved away, ReopenContainerLog makes a new one at once.
+  renameSync(join(logDir, 'c/0.log'), join(logDir, 'c/0.log.1'));
+  await cri.reopenContainerLog(ctr); // crictl has no command for it: the CRI call itself
+  assert.ok(existsSync(join(logDir, 'c/0.log')), 'a new log file after ReopenContainerLog');
   const [host, pid, image] = crictl('exec', '-s', ctr, 'sh', '-c', 'echo $(hostname) $$; cat /etc/nodelet-test-image').trim().split(/\s+/);
   assert.equal(host, 'cp-host', 'exec sees the container\'s hostname');
   assert.ok(Number(pid) < 100, `and its own PID namespace (pid ${pid})`);

@@ -37,18 +37,11 @@ import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
+import { hostIPv4 } from '../util/net.js';
 
 export interface AgentDeps {
   logger: Logger;
   clock?: Clock;
-}
-
-/** The node's first non-internal IPv4 address, else loopback. */
-export function defaultNodeIP(): string {
-  for (const addrs of Object.values(os.networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  }
-  return '127.0.0.1';
 }
 
 export class Agent implements PodSyncer {
@@ -205,7 +198,7 @@ export class Agent implements PodSyncer {
       }),
       runtimeName: version.runtime_name,
       nodeName: this.config.nodeName,
-      nodeIP: this.config.nodeIP || defaultNodeIP(),
+      nodeIP: this.config.nodeIP || hostIPv4(),
       recorder: this.recorder,
       clock: this.clock,
       logger: this.logger,

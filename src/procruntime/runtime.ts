@@ -30,6 +30,7 @@ import type {
   VersionResponse,
 } from '../cri/types.js';
 import { NODELET_VERSION } from '../version.js';
+import { hostIPv4 } from '../util/net.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore, type StoredImage } from './image-store.js';
@@ -83,11 +84,6 @@ export interface ProcessRuntimeOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-function hostIPv4(): string {
-  for (const addrs of Object.values(os.networkInterfaces())) for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  return '127.0.0.1';
-}
-
 function procStart(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -116,6 +112,10 @@ function missingExecutable(rootfs: string, cmd: string, path: string, cwd: strin
   }
   for (const dir of path.split(':')) if (dir && existsSync(inRoot(join(dir, cmd)))) return undefined;
   return `exec: "${cmd}": executable file not found in $PATH`;
+}
+
+function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {
+  return records.get(id) ?? [...records.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
 }
 
 function matchLabels(labels: Record<string, string> | undefined, selector: Record<string, string> | undefined): boolean {
@@ -273,15 +273,20 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return id;
   }
 
+  /** By full ID, or by a unique-enough prefix of one (crictl shortens IDs). */
+  private findSandbox(id: string): SandboxRecord | undefined {
+    return byIdOrPrefix(this.sandboxes, id);
+  }
+
   private sandbox(id: string): SandboxRecord {
-    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    const s = this.findSandbox(id);
     if (!s) throw new NotFoundError(`pod sandbox ${id}`);
     return s;
   }
 
   async stopPodSandbox(id: string): Promise<void> {
     // Idempotent, as CRI asks: stopping what is not there is not an error.
-    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    const s = this.findSandbox(id);
     if (!s) return;
     await Promise.all([...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING').map((c) => this.stopContainer(c.id, 0)));
     s.state = 'SANDBOX_NOTREADY';
@@ -289,7 +294,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async removePodSandbox(id: string): Promise<void> {
-    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    const s = this.findSandbox(id);
     if (!s) return; // idempotent
     for (const c of [...this.containers.values()].filter((x) => x.sandboxId === s.id)) {
       if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
@@ -365,8 +370,12 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return id;
   }
 
+  private findContainer(id: string): ContainerRecord | undefined {
+    return byIdOrPrefix(this.containers, id);
+  }
+
   private container(id: string): ContainerRecord {
-    const c = this.containers.get(id) ?? [...this.containers.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    const c = this.findContainer(id);
     if (!c) throw new NotFoundError(`container ${id}`);
     return c;
   }
@@ -491,7 +500,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
-    const c = this.containers.get(id) ?? [...this.containers.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
     const alive = () => procStart(c.pid!) === c.pidStart && this.readExit(c) === undefined;
@@ -514,7 +523,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async removeContainer(id: string): Promise<void> {
-    const c = this.containers.get(id) ?? [...this.containers.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);

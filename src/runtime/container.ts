@@ -153,10 +153,7 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
   try {
     imageRef = await deps.imageManager.ensureImageExists(pod, container, input.sandboxConfig);
   } catch (err) {
-    if (err instanceof SyncError) {
-      warn(err.reason);
-      throw err;
-    }
+    if (err instanceof SyncError) warn(err.reason);
     throw err;
   }
 

@@ -1,6 +1,7 @@
 // CPU and memory limits through cgroups, where the host lets us write them (v1 or v2).
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readCgroupV1, readCgroupV2, type UsageSample } from './stats.js';
 
 export interface CgroupLimits {
   cpuShares?: number;
@@ -17,6 +18,10 @@ export interface Cgroups {
   create(id: string, limits: CgroupLimits): string[];
   /** Whether the cgroup recorded an OOM kill. */
   oomKilled(id: string): boolean;
+  /** CPU and memory used by the container's cgroups, if it has them. */
+  usage(id: string): UsageSample | undefined;
+  /** How many processes the container's cgroup holds. */
+  processCount(id: string): number | undefined;
   remove(id: string): void;
 }
 
@@ -29,6 +34,14 @@ function tryWrite(path: string, value: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+function countProcs(path: string): number | undefined {
+  try {
+    return readFileSync(path, 'utf8').split('\n').filter(Boolean).length;
+  } catch {
+    return undefined;
   }
 }
 
@@ -59,6 +72,8 @@ export function detectCgroups(): Cgroups {
             return false;
           }
         },
+        usage: (id) => readCgroupV2(join(dir, id)),
+        processCount: (id) => countProcs(join(dir, id, 'cgroup.procs')),
         remove(id) {
           try {
             rmdirSync(join(dir, id));
@@ -74,25 +89,38 @@ export function detectCgroups(): Cgroups {
   if (v1) {
     const mem = join(ROOT, 'memory', PARENT);
     const cpu = join(ROOT, 'cpu', PARENT);
+    // CPU accounting: cpuacct is often mounted with cpu (cpu,cpuacct); where it is a hierarchy of
+    // its own, the container joins a cgroup there as well.
+    const acctRoot = existsSync(join(ROOT, 'cpu', 'cpuacct.usage')) ? join(ROOT, 'cpu') : existsSync(join(ROOT, 'cpuacct', 'cpuacct.usage')) ? join(ROOT, 'cpuacct') : undefined;
+    const acct = acctRoot ? join(acctRoot, PARENT) : undefined;
+    const separateAcct = acctRoot !== undefined && realpathSync(acctRoot) !== realpathSync(join(ROOT, 'cpu'));
     try {
       mkdirSync(mem, { recursive: true });
       mkdirSync(cpu, { recursive: true });
+      if (acct && separateAcct) mkdirSync(acct, { recursive: true });
       return {
         mode: 'v1',
-        detail: 'cgroup v1 (memory, cpu)',
+        detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
         create(id, l) {
           const m = join(mem, id);
           const c = join(cpu, id);
           mkdirSync(m, { recursive: true });
           mkdirSync(c, { recursive: true });
+          const procs = [join(m, 'cgroup.procs'), join(c, 'cgroup.procs')];
+          if (acct && separateAcct) {
+            mkdirSync(join(acct, id), { recursive: true });
+            procs.push(join(acct, id, 'cgroup.procs'));
+          }
           if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
           if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
           if (l.cpuQuotaUs && l.cpuPeriodUs) {
             tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
             tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
           }
-          return [join(m, 'cgroup.procs'), join(c, 'cgroup.procs')];
+          return procs;
         },
+        usage: (id) => readCgroupV1(join(mem, id), acct ? join(acct, id) : undefined),
+        processCount: (id) => countProcs(join(mem, id, 'cgroup.procs')),
         oomKilled(id) {
           try {
             return /^oom_kill [1-9]/m.test(readFileSync(join(mem, id, 'memory.oom_control'), 'utf8'));
@@ -101,7 +129,7 @@ export function detectCgroups(): Cgroups {
           }
         },
         remove(id) {
-          for (const d of [join(mem, id), join(cpu, id)]) {
+          for (const d of [join(mem, id), join(cpu, id), ...(acct && separateAcct ? [join(acct, id)] : [])]) {
             try {
               rmdirSync(d);
             } catch {
@@ -118,5 +146,5 @@ export function detectCgroups(): Cgroups {
 }
 
 function none(detail: string): Cgroups {
-  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], oomKilled: () => false, remove: () => undefined };
+  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
 }

@@ -19,3 +19,11 @@ export class FailedPreconditionError extends Error {
     this.name = 'FailedPreconditionError';
   }
 }
+
+/** A call that ran out of its own time (ExecSync's timeout), as gRPC's DEADLINE_EXCEEDED. */
+export class DeadlineExceededError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeadlineExceededError';
+  }
+}

@@ -5,7 +5,7 @@
 // sandboxes and containers again, running processes included (by PID and start time).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, statfsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readlinkSync, statfsSync } from 'node:fs';
 import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,6 +15,8 @@ import type {
   Container,
   ContainerConfig,
   ContainerFilter,
+  ContainerStats,
+  ContainerStatsFilter,
   ContainerStatusResponse,
   ExecSyncResponse,
   Image,
@@ -25,6 +27,8 @@ import type {
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
+  PodSandboxStats,
+  PodSandboxStatsFilter,
   PodSandboxStatusResponse,
   StatusResponse,
   VersionResponse,
@@ -32,10 +36,11 @@ import type {
 import { NODELET_VERSION } from '../version.js';
 import { hostIPv4 } from '../util/net.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
+import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore, type StoredImage } from './image-store.js';
 import { detectIsolation, launchArgv, type Isolation } from './isolation.js';
 import { forward, type StreamState } from './log-forwarder.js';
+import { diskUsage, nanoCores, readProc, type UsageSample } from './stats.js';
 
 const run = promisify(execFile);
 const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
@@ -82,6 +87,27 @@ export interface ProcessRuntimeOptions {
   /** The pod IP to report: the host's. */
   hostIP?: string;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+/** Whether `pid` has a handler for SIGTERM (bit 15 of SigCgt in /proc/PID/status). */
+function catchesSigterm(pid: number): boolean {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m !== null && (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `pid` has exec'd away from its parent's program (bubblewrap forks, then execs the command). */
+function execedFromParent(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+    return readlinkSync(`/proc/${pid}/exe`) !== readlinkSync(`/proc/${ppid}/exe`);
+  } catch {
+    return true; // gone, or not ours to look at: nothing to wait for
+  }
 }
 
 function procStart(pid: number): string | undefined {
@@ -131,6 +157,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   private cgroups!: Cgroups;
   private ticker?: NodeJS.Timeout;
   private readonly offsetsSavedAt = new Map<string, number>();
+  /** The last CPU reading of each container, for usage_nano_cores (a rate needs two readings). */
+  private readonly lastCpu = new Map<string, { cpuNs: bigint; atNs: bigint }>();
   private readonly hostIP: string;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
 
@@ -474,6 +502,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       if (pid) {
         c.pid = Number(pid[1]);
         c.pidStart = procStart(c.pid);
+        // Running means the container's command runs: as runc's start, return once it is exec'd.
+        while (!execedFromParent(c.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
         break;
       }
       const err = readFileSync(join(dir, 'stderr'), 'utf8').slice(c.stderr.offset);
@@ -481,6 +511,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         await this.failStart(c, err.trim().split('\n').pop() || 'the container did not start');
       }
       await new Promise((r) => setTimeout(r, 5));
+    }
+    // As containerd: the log file is there once the container has started, output or not.
+    if (c.logPath) {
+      await mkdir(dirname(c.logPath), { recursive: true });
+      await appendFile(c.logPath, '');
     }
     c.state = 'CONTAINER_RUNNING';
     c.startedAt = nowNs();
@@ -512,9 +547,19 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       }
     };
     if (timeoutSeconds > 0) {
+      // The container's process is PID 1 of its namespace, which only gets the signals it has a
+      // handler for: a SIGTERM sent just before the handler is installed is lost, so it is sent
+      // once more when the handler appears (a process that never installs one waits for SIGKILL).
+      let handled = catchesSigterm(c.pid);
       signal('SIGTERM');
       const deadline = Date.now() + timeoutSeconds * 1000;
-      while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (alive() && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (!handled && catchesSigterm(c.pid)) {
+          handled = true;
+          signal('SIGTERM');
+        }
+      }
     }
     if (alive()) signal('SIGKILL'); // the init of its PID namespace: everything in it goes
     const deadline = Date.now() + 10_000;
@@ -601,25 +646,133 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       c.isolation === 'bubblewrap'
         ? ['nsenter', '-t', String(c.pid), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd]
         : ['proot', '-r', join(this.cdir(c.id), 'rootfs'), ...cmd];
-    return new Promise<ExecSyncResponse>((resolve) => {
-      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    return new Promise<ExecSyncResponse>((resolve, reject) => {
+      // A group of its own: on timeout the whole group goes, nsenter's forked child included
+      // (killing nsenter alone would leave the command running and its pipes open).
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       const out: Buffer[] = [];
       const err: Buffer[] = [];
+      let timedOut = false;
       child.stdout.on('data', (b: Buffer) => out.push(b));
       child.stderr.on('data', (b: Buffer) => err.push(b));
-      const timer = timeoutSeconds > 0 ? setTimeout(() => child.kill('SIGKILL'), timeoutSeconds * 1000) : undefined;
+      const timer =
+        timeoutSeconds > 0
+          ? setTimeout(() => {
+              timedOut = true;
+              try {
+                process.kill(-child.pid!, 'SIGKILL');
+              } catch {
+                /* already gone */
+              }
+            }, timeoutSeconds * 1000)
+          : undefined;
       child.on('close', (code, sig) => {
         if (timer) clearTimeout(timer);
+        // As containerd: a command that outlives its timeout is an error, not an exit code.
+        if (timedOut) return reject(new DeadlineExceededError(`command ${JSON.stringify(cmd)} timed out after ${timeoutSeconds}s`));
         resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exit_code: code ?? (sig ? 128 + (os.constants.signals[sig] ?? 9) : 1) } as unknown as ExecSyncResponse);
       });
       child.on('error', (e) => resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from(e.message), exit_code: 127 } as unknown as ExecSyncResponse));
     });
   }
 
+  // Stats
+
+  private usage(c: ContainerRecord): UsageSample | undefined {
+    if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return undefined;
+    return this.cgroups.usage(c.id) ?? readProc(c.pid);
+  }
+
+  private statsOf(c: ContainerRecord): ContainerStats {
+    const ts = nowNs();
+    const u = this.usage(c);
+    const v = (n: number | bigint | undefined) => (n === undefined ? null : { value: String(n) });
+    let nano: bigint | undefined;
+    if (u?.cpuNs !== undefined) {
+      const cur = { cpuNs: u.cpuNs, atNs: BigInt(ts) };
+      nano = nanoCores(this.lastCpu.get(c.id), cur);
+      this.lastCpu.set(c.id, cur);
+    }
+    const layer = diskUsage(join(this.cdir(c.id), c.rootfsMounted ? 'upper' : 'rootfs'));
+    return {
+      attributes: { id: c.id, metadata: c.config.metadata, labels: c.config.labels ?? {}, annotations: c.config.annotations ?? {} },
+      // A container that is not running uses nothing: the readings are there, with zero values.
+      cpu: { timestamp: ts, usage_core_nano_seconds: v(u?.cpuNs ?? 0), usage_nano_cores: v(nano ?? 0) },
+      memory: {
+        timestamp: ts,
+        working_set_bytes: v(u?.workingSetBytes ?? 0),
+        available_bytes: v(u?.availableBytes),
+        usage_bytes: v(u?.memoryUsageBytes ?? 0),
+        rss_bytes: v(u?.rssBytes ?? 0),
+        page_faults: v(u?.pageFaults ?? 0),
+        major_page_faults: v(u?.majorPageFaults ?? 0),
+      },
+      writable_layer: { timestamp: ts, fs_id: { mountpoint: this.opts.root }, used_bytes: v(layer.bytes), inodes_used: v(layer.inodes) },
+    };
+  }
+
+  async containerStats(id: string): Promise<ContainerStats> {
+    return this.statsOf(this.container(id));
+  }
+
+  async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
+    return [...this.containers.values()]
+      .filter((c) => (!filter?.id || c.id.startsWith(filter.id)) && (!filter?.pod_sandbox_id || c.sandboxId.startsWith(filter.pod_sandbox_id)) && matchLabels(c.config.labels, filter?.label_selector))
+      .map((c) => this.statsOf(c));
+  }
+
+  /** A sandbox's usage is the sum of its containers' (it has no process of its own). */
+  private sandboxStatsOf(s: SandboxRecord): PodSandboxStats {
+    const ts = nowNs();
+    const containers = [...this.containers.values()].filter((c) => c.sandboxId === s.id).map((c) => this.statsOf(c));
+    const sum = (get: (x: ContainerStats) => { value?: unknown } | null | undefined) =>
+      ({ value: String(containers.reduce((acc, x) => acc + BigInt(String(get(x)?.value ?? 0)), 0n)) });
+    const running = [...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING');
+    const processes = running.reduce((n, c) => n + (this.cgroups.processCount(c.id) ?? 1), 0);
+    return {
+      attributes: { id: s.id, metadata: s.config.metadata, labels: s.config.labels ?? {}, annotations: s.config.annotations ?? {} },
+      linux: {
+        cpu: { timestamp: ts, usage_core_nano_seconds: sum((x) => x.cpu?.usage_core_nano_seconds), usage_nano_cores: sum((x) => x.cpu?.usage_nano_cores) },
+        memory: {
+          timestamp: ts,
+          working_set_bytes: sum((x) => x.memory?.working_set_bytes),
+          usage_bytes: sum((x) => x.memory?.usage_bytes),
+          rss_bytes: sum((x) => x.memory?.rss_bytes),
+          page_faults: sum((x) => x.memory?.page_faults),
+          major_page_faults: sum((x) => x.memory?.major_page_faults),
+        },
+        // Pods share the host's network: there is no interface of the pod's own to count.
+        network: null,
+        process: { timestamp: ts, process_count: { value: String(processes) } },
+        containers,
+      },
+    };
+  }
+
+  async podSandboxStats(id: string): Promise<PodSandboxStats> {
+    return this.sandboxStatsOf(this.sandbox(id));
+  }
+
+  async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
+    return [...this.sandboxes.values()].filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && matchLabels(s.config.labels, filter?.label_selector)).map((s) => this.sandboxStatsOf(s));
+  }
+
   // ImageService
 
   private imageView(img: StoredImage): Image {
-    return { id: img.id, repo_tags: img.repoTags, repo_digests: img.repoDigests, size: String(img.size), uid: null, username: '', spec: null, pinned: false } as unknown as Image;
+    // The image's USER, as CRI reports it: a numeric user is a uid, a named one a username.
+    const user = (img.config.User ?? '').split(':')[0] ?? '';
+    const numeric = /^\d+$/.test(user);
+    return {
+      id: img.id,
+      repo_tags: img.repoTags,
+      repo_digests: img.repoDigests,
+      size: String(img.size),
+      uid: numeric ? { value: user } : null,
+      username: numeric ? '' : user,
+      spec: null,
+      pinned: false,
+    } as unknown as Image;
   }
 
   async listImages(): Promise<Image[]> {

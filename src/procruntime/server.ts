@@ -5,7 +5,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
+import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import type { ProcessRuntime } from './runtime.js';
 
 const protoPath = fileURLToPath(new URL('../../../proto/api.proto', import.meta.url));
@@ -19,7 +19,9 @@ function toStatus(err: unknown): grpc.ServiceError {
         ? grpc.status.INVALID_ARGUMENT
         : err instanceof FailedPreconditionError
           ? grpc.status.FAILED_PRECONDITION
-          : grpc.status.UNKNOWN;
+          : err instanceof DeadlineExceededError
+            ? grpc.status.DEADLINE_EXCEEDED
+            : grpc.status.UNKNOWN;
   return Object.assign(new Error(e.message), { code, details: e.message, metadata: new grpc.Metadata() });
 }
 
@@ -57,6 +59,10 @@ export class ProcessRuntimeServer {
       UpdateContainerResources: async (q) => (await r.updateContainerResources(q.container_id), {}),
       ReopenContainerLog: async (q) => (await r.reopenContainerLog(q.container_id), {}),
       ExecSync: async (q) => r.execSync(q.container_id, q.cmd, Number(q.timeout)),
+      ContainerStats: async (q) => ({ stats: await r.containerStats(q.container_id) }),
+      ListContainerStats: async (q) => ({ stats: await r.listContainerStats(q.filter ?? undefined) }),
+      PodSandboxStats: async (q) => ({ stats: await r.podSandboxStats(q.pod_sandbox_id) }),
+      ListPodSandboxStats: async (q) => ({ stats: await r.listPodSandboxStats(q.filter ?? undefined) }),
       // cgroups are written directly (cgroupfs), never through systemd.
       RuntimeConfig: async () => ({ linux: { cgroup_driver: 'CGROUPFS' } }),
     };

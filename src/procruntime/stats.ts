@@ -1,0 +1,144 @@
+// Resource usage of the process runtime's containers, for CRI's stats calls: read from the
+// container's cgroups where it has them, else from its init process in /proc.
+import { readFileSync, readdirSync, lstatSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** One reading of a container's usage. Fields the host cannot tell are left out. */
+export interface UsageSample {
+  /** Cumulative CPU time, in nanoseconds. */
+  cpuNs?: bigint;
+  memoryUsageBytes?: number;
+  /** Usage less the inactive file cache: what the kubelet calls the working set. */
+  workingSetBytes?: number;
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+  /** Limit minus working set, where there is a limit. */
+  availableBytes?: number;
+}
+
+/** Parses `key value` lines (memory.stat, cpu.stat) into numbers. */
+export function parseFlatKeyed(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k && v !== undefined && /^\d+$/.test(v)) out.set(k, Number(v));
+  }
+  return out;
+}
+
+/** The kubelet's working set: usage minus inactive file pages, never below zero. */
+export function workingSet(usage: number, inactiveFile: number | undefined): number {
+  return Math.max(0, usage - (inactiveFile ?? 0));
+}
+
+/** A limit that is "no limit" (v1's page-rounded max int64, v2's "max") reads as undefined. */
+export function parseLimit(text: string): number | undefined {
+  const t = text.trim();
+  if (t === 'max' || !/^\d+$/.test(t)) return undefined;
+  const n = Number(t);
+  return n >= 2 ** 62 ? undefined : n;
+}
+
+/** CPU use between two readings, in nano-cores (1e9 = one core busy), as CRI's usage_nano_cores. */
+export function nanoCores(prev: { cpuNs: bigint; atNs: bigint } | undefined, cur: { cpuNs: bigint; atNs: bigint }): bigint | undefined {
+  if (!prev || cur.atNs <= prev.atNs || cur.cpuNs < prev.cpuNs) return undefined;
+  return ((cur.cpuNs - prev.cpuNs) * 1_000_000_000n) / (cur.atNs - prev.atNs);
+}
+
+function read(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Usage from cgroup v2 files in `dir`. */
+export function readCgroupV2(dir: string): UsageSample | undefined {
+  const current = read(join(dir, 'memory.current'));
+  const cpu = read(join(dir, 'cpu.stat'));
+  if (current === undefined && cpu === undefined) return undefined;
+  const s: UsageSample = {};
+  const usec = cpu ? parseFlatKeyed(cpu).get('usage_usec') : undefined;
+  if (usec !== undefined) s.cpuNs = BigInt(usec) * 1000n;
+  if (current !== undefined) {
+    const stat = parseFlatKeyed(read(join(dir, 'memory.stat')) ?? '');
+    s.memoryUsageBytes = Number(current.trim());
+    s.workingSetBytes = workingSet(s.memoryUsageBytes, stat.get('inactive_file'));
+    s.rssBytes = stat.get('anon');
+    s.pageFaults = stat.get('pgfault');
+    s.majorPageFaults = stat.get('pgmajfault');
+    const limit = parseLimit(read(join(dir, 'memory.max')) ?? '');
+    if (limit !== undefined) s.availableBytes = Math.max(0, limit - s.workingSetBytes);
+  }
+  return s;
+}
+
+/** Usage from cgroup v1 memory and cpuacct directories. */
+export function readCgroupV1(memoryDir: string, cpuacctDir: string | undefined): UsageSample | undefined {
+  const usage = read(join(memoryDir, 'memory.usage_in_bytes'));
+  const cpu = cpuacctDir ? read(join(cpuacctDir, 'cpuacct.usage')) : undefined;
+  if (usage === undefined && cpu === undefined) return undefined;
+  const s: UsageSample = {};
+  if (cpu !== undefined && /^\d+$/.test(cpu.trim())) s.cpuNs = BigInt(cpu.trim());
+  if (usage !== undefined) {
+    const stat = parseFlatKeyed(read(join(memoryDir, 'memory.stat')) ?? '');
+    s.memoryUsageBytes = Number(usage.trim());
+    s.workingSetBytes = workingSet(s.memoryUsageBytes, stat.get('total_inactive_file'));
+    s.rssBytes = stat.get('total_rss');
+    s.pageFaults = stat.get('total_pgfault');
+    s.majorPageFaults = stat.get('total_pgmajfault');
+    const limit = parseLimit(read(join(memoryDir, 'memory.limit_in_bytes')) ?? '');
+    if (limit !== undefined) s.availableBytes = Math.max(0, limit - s.workingSetBytes);
+  }
+  return s;
+}
+
+/** Without cgroups: the init's own CPU time (children it reaped included) and resident set. */
+export function readProc(pid: number, clockTicksPerSecond = 100, pageSize = 4096): UsageSample | undefined {
+  const stat = read(`/proc/${pid}/stat`);
+  const statm = read(`/proc/${pid}/statm`);
+  if (!stat) return undefined;
+  // Fields after the command name: utime is the 14th field of the line, so 12th after ") ".
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(f[i] ?? 0), 0);
+  const rss = statm ? Number(statm.split(' ')[1] ?? 0) * pageSize : undefined;
+  return {
+    cpuNs: (BigInt(ticks) * 1_000_000_000n) / BigInt(clockTicksPerSecond),
+    memoryUsageBytes: rss,
+    workingSetBytes: rss,
+    rssBytes: rss,
+    pageFaults: Number(f[7] ?? 0) + Number(f[8] ?? 0),
+    majorPageFaults: Number(f[9] ?? 0) + Number(f[10] ?? 0),
+  };
+}
+
+/** Bytes and inodes used under `dir` (a container's writable layer), not crossing into mounts. */
+export function diskUsage(dir: string): { bytes: number; inodes: number } {
+  let bytes = 0;
+  let inodes = 0;
+  let dev: number | undefined;
+  const walk = (p: string) => {
+    let st;
+    try {
+      st = lstatSync(p);
+    } catch {
+      return;
+    }
+    dev ??= st.dev;
+    if (st.dev !== dev) return;
+    inodes++;
+    bytes += st.blocks * 512;
+    if (!st.isDirectory()) return;
+    let names: string[] = [];
+    try {
+      names = readdirSync(p);
+    } catch {
+      return;
+    }
+    for (const n of names) walk(join(p, n));
+  };
+  walk(dir);
+  return { bytes, inodes };
+}

@@ -13,7 +13,7 @@ const help = `nodelet ${NODELET_VERSION}: a Kubernetes node agent
 
 Usage:
   nodelet run [--config FILE] [flags]   serve a node: run the pods bound to it through CRI
-  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR]
+  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|bubblewrap|proot]
                                         the process runtime: a CRI v1 server running containers as host
                                         processes (bubblewrap, or proot), for nodelet, crictl, critest
   nodelet images import FILE.tar [--root DIR]
@@ -86,13 +86,20 @@ function options(args: string[], allowed: string[]): { values: Record<string, st
 const DEFAULT_PROCESS_ROOT = '/var/lib/nodelet/process';
 
 async function runtimeServe(args: string[]): Promise<void> {
-  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'log-level', 'log-format']);
+  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'isolation', 'log-level', 'log-format']);
   if (rest.length) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
   if (!values.socket) throw new UsageError('--socket is required');
+  const isolation = values.isolation ?? 'auto';
+  if (!['auto', 'bubblewrap', 'proot'].includes(isolation)) throw new UsageError(`--isolation: ${JSON.stringify(isolation)} is not one of auto, bubblewrap, proot`);
   const logger = createLogger({ level: (values['log-level'] as never) ?? 'info', format: (values['log-format'] as never) ?? undefined });
   const { ProcessRuntime } = await import('../procruntime/runtime.js');
   const { ProcessRuntimeServer } = await import('../procruntime/server.js');
-  const runtime = new ProcessRuntime({ root: values.root ?? DEFAULT_PROCESS_ROOT, imagesDir: values['images-dir'], log: (m, f) => logger.info(m, f) });
+  const runtime = new ProcessRuntime({
+    root: values.root ?? DEFAULT_PROCESS_ROOT,
+    imagesDir: values['images-dir'],
+    isolation: isolation === 'auto' ? undefined : (isolation as 'bubblewrap' | 'proot'),
+    log: (m, f) => logger.info(m, f),
+  });
   await runtime.start();
   const server = new ProcessRuntimeServer(runtime);
   await server.listen(values.socket);

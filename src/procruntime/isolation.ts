@@ -1,22 +1,41 @@
 // How a container's process is isolated: bubblewrap (new PID/IPC/UTS namespaces, the image's
 // root as /), or proot where namespaces cannot be created (an unprivileged container).
 import { execFileSync, spawnSync } from 'node:child_process';
+import type { ResolvedUser } from './users.js';
 
 export type Isolation = 'bubblewrap' | 'proot';
 
 function works(cmd: string, args: string[]): boolean {
-  const r = spawnSync(cmd, args, { stdio: 'ignore', timeout: 5000 });
-  return r.status === 0;
+  return probe(cmd, args).ok;
+}
+
+function probe(cmd: string, args: string[]): { ok: boolean; why: string } {
+  // A generous timeout: on a loaded host a slow probe must not pass for a host without namespaces.
+  const r = spawnSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000, encoding: 'utf8' });
+  return { ok: r.status === 0, why: (r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim().split('\n').pop() ?? '' };
+}
+
+/** bubblewrap's namespaces, tried a few times: a host short of processes for a moment is not a host without them. */
+function bwrapNamespaces(): { ok: boolean; why: string } {
+  let last = { ok: false, why: '' };
+  for (let i = 0; i < 3 && !last.ok; i++) {
+    if (i > 0) spawnSync('sleep', ['1']);
+    last = probe('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--proc', '/proc', '--dev', '/dev', 'true']);
+  }
+  return last;
 }
 
 /** Probes what this host allows, once at start. */
-export function detectIsolation(): { isolation?: Isolation; detail: string } {
-  const hasBwrap = works('bwrap', ['--version']);
-  if (hasBwrap && works('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--proc', '/proc', '--dev', '/dev', 'true'])) {
-    return { isolation: 'bubblewrap', detail: execFileSync('bwrap', ['--version'], { encoding: 'utf8' }).trim() };
+export function detectIsolation(wanted?: Isolation): { isolation?: Isolation; detail: string } {
+  if (wanted === 'proot') {
+    return works('proot', ['--version']) ? { isolation: 'proot', detail: 'proot, as configured' } : { detail: 'proot was asked for but cannot run here (install Debian package proot)' };
   }
+  const hasBwrap = works('bwrap', ['--version']);
+  const ns = hasBwrap ? bwrapNamespaces() : { ok: false, why: 'not installed' };
+  if (ns.ok) return { isolation: 'bubblewrap', detail: execFileSync('bwrap', ['--version'], { encoding: 'utf8' }).trim() };
+  if (wanted === 'bubblewrap') return { detail: hasBwrap ? `bubblewrap was asked for but cannot create namespaces here (${ns.why})` : 'bubblewrap was asked for but is not installed' };
   if (works('proot', ['--version'])) {
-    return { isolation: 'proot', detail: hasBwrap ? 'bubblewrap cannot create namespaces here; using proot' : 'bubblewrap not installed; using proot' };
+    return { isolation: 'proot', detail: hasBwrap ? `bubblewrap cannot create namespaces here (${ns.why}); using proot` : 'bubblewrap not installed; using proot' };
   }
   return { detail: 'neither bubblewrap nor proot can run here (install Debian packages bubblewrap or proot)' };
 }
@@ -30,19 +49,79 @@ export interface LaunchSpec {
   mounts: Array<{ hostPath: string; containerPath: string; readonly: boolean }>;
   /** File the bubblewrap monitor writes {"child-pid"} and {"exit-code"} to (fd 3). */
   statusFd: number;
+  readonlyRootfs?: boolean;
+  capabilities?: CapabilityRequest;
+  /** Who the process runs as; root with no groups when not given. */
+  user?: ResolvedUser;
+}
+
+export interface CapabilityRequest {
+  privileged?: boolean;
+  add?: string[];
+  drop?: string[];
+}
+
+/** containerd's default set for a container that is not privileged (the OCI runtime spec's defaults). */
+export const DEFAULT_CAPABILITIES = [
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_FSETID',
+  'CAP_FOWNER',
+  'CAP_MKNOD',
+  'CAP_NET_RAW',
+  'CAP_SETGID',
+  'CAP_SETUID',
+  'CAP_SETFCAP',
+  'CAP_SETPCAP',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_SYS_CHROOT',
+  'CAP_KILL',
+  'CAP_AUDIT_WRITE',
+];
+
+const capName = (c: string) => {
+  const u = c.trim().toUpperCase();
+  return u === 'ALL' || u.startsWith('CAP_') ? u : `CAP_${u}`;
+};
+
+/**
+ * bubblewrap's arguments for the container's capabilities, by containerd's rules: the default set,
+ * plus what is added, less what is dropped; "ALL" added starts from every capability, "ALL"
+ * dropped from none; privileged keeps them all.
+ */
+export function capabilityArgs(req: CapabilityRequest = {}): string[] {
+  if (req.privileged) return ['--cap-add', 'ALL'];
+  const add = (req.add ?? []).map(capName);
+  const drop = (req.drop ?? []).map(capName);
+  if (add.includes('ALL')) return ['--cap-add', 'ALL', ...drop.filter((c) => c !== 'ALL').flatMap((c) => ['--cap-drop', c])];
+  const base = drop.includes('ALL') ? [] : DEFAULT_CAPABILITIES.filter((c) => !drop.includes(c));
+  const set = [...new Set([...base, ...add])];
+  return ['--cap-drop', 'ALL', ...set.flatMap((c) => ['--cap-add', c])];
 }
 
 /** The command line that runs the container's process under the chosen isolation. */
 export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   if (isolation === 'bubblewrap') {
-    const args = ['bwrap', '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
+    const u = s.user ?? { uid: 0, gid: 0, groups: [] };
+    // Another user or group: util-linux's setpriv switches to them before bubblewrap starts. A
+    // user other than root then has bubblewrap in a user namespace of its own (the process is that
+    // user on the host too), and no capabilities, as a non-root process in a container has.
+    const prefix =
+      u.uid !== 0 || u.gid !== 0 || u.groups.length > 0
+        ? ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--']
+        : [];
+    const args = [...prefix, 'bwrap', s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
+    if (u.uid !== 0) args.push('--unshare-user', '--uid', String(u.uid), '--gid', String(u.gid));
     for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
+    if (u.uid === 0) args.push(...capabilityArgs(s.capabilities));
     args.push('--die-with-parent', '--as-pid-1', '--json-status-fd', String(s.statusFd), '--chdir', s.cwd, '--clearenv');
     for (const [k, v] of s.env) args.push('--setenv', k, v);
     args.push('--', ...s.argv);
     return args;
   }
   const args = ['proot', '-r', s.rootfs, '-b', '/proc', '-b', '/dev', '-b', '/sys', '-w', s.cwd];
+  // proot can only pretend: the process stays the runtime's user, seen as the one asked for.
+  if (s.user && (s.user.uid !== 0 || s.user.gid !== 0)) args.push('-i', `${s.user.uid}:${s.user.gid}`);
   for (const m of s.mounts) args.push('-b', `${m.hostPath}:${m.containerPath}`);
   return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...args, ...s.argv];
 }

@@ -5,7 +5,7 @@
 // sandboxes and containers again, running processes included (by PID and start time).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readlinkSync, statfsSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
 import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -41,6 +41,7 @@ import { ImageStore, type StoredImage } from './image-store.js';
 import { detectIsolation, launchArgv, type Isolation } from './isolation.js';
 import { forward, type StreamState } from './log-forwarder.js';
 import { diskUsage, nanoCores, readProc, type UsageSample } from './stats.js';
+import { resolveUser, type ResolvedUser } from './users.js';
 
 const run = promisify(execFile);
 const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
@@ -77,6 +78,8 @@ interface ContainerRecord {
   stderr: StreamState;
   rootfsMounted?: boolean;
   isolation?: Isolation;
+  /** Who the process runs as (resolved at create, from the security context and the image). */
+  user?: ResolvedUser;
 }
 
 export interface ProcessRuntimeOptions {
@@ -86,6 +89,8 @@ export interface ProcessRuntimeOptions {
   imagesDir?: string;
   /** The pod IP to report: the host's. */
   hostIP?: string;
+  /** Which isolation to use; probed when not given (bubblewrap where it can run, else proot). */
+  isolation?: Isolation;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -140,6 +145,41 @@ function missingExecutable(rootfs: string, cmd: string, path: string, cwd: strin
   return `exec: "${cmd}": executable file not found in $PATH`;
 }
 
+/** Creates the mount point for `hostPath` at `containerPath` inside `rootfs`: a directory, or an empty file. */
+async function makeMountPoint(rootfs: string, hostPath: string, containerPath: string): Promise<void> {
+  const target = join(rootfs, containerPath);
+  if (existsSync(target)) return;
+  // A symlink on the way could lead out of the container's root: bubblewrap, which resolves it
+  // inside the sandbox, is left to make that one.
+  const parts = containerPath.split('/').filter(Boolean);
+  for (let i = 1; i < parts.length; i++) {
+    try {
+      if (lstatSync(join(rootfs, ...parts.slice(0, i))).isSymbolicLink()) return;
+    } catch {
+      break; // does not exist yet: nothing below it can be a link
+    }
+  }
+  try {
+    if (statSync(hostPath).isDirectory()) await mkdir(target, { recursive: true });
+    else {
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, '', { flag: 'a' });
+    }
+  } catch {
+    /* bubblewrap reports what it cannot mount */
+  }
+}
+
+/**
+ * What goes before nsenter so that an exec runs as the container's user: root's group and
+ * supplementary groups are set by setpriv (nsenter keeps them); another user is entered in its
+ * user namespace by nsenter itself.
+ */
+function execUser(u: ResolvedUser | undefined): string[] {
+  if (!u || u.uid !== 0 || (u.gid === 0 && u.groups.length === 0)) return [];
+  return ['setpriv', `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'];
+}
+
 function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {
   return records.get(id) ?? [...records.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
 }
@@ -173,7 +213,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     await mkdir(join(this.opts.root, 'sandboxes'), { recursive: true });
     await mkdir(join(this.opts.root, 'containers'), { recursive: true });
     await this.images.load();
-    const iso = detectIsolation();
+    const iso = detectIsolation(this.opts.isolation);
     this.isolation = iso.isolation;
     this.isolationDetail = iso.detail;
     this.cgroups = detectCgroups();
@@ -244,6 +284,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         void this.persistContainer(c).catch(() => undefined);
       }
       if (exit !== undefined || !alive) {
+        this.killLeftovers(c);
         c.state = 'CONTAINER_EXITED';
         c.finishedAt = nowNs();
         const oom = this.cgroups.oomKilled(c.id);
@@ -252,6 +293,19 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         if (exit === undefined) c.message = 'the container process is gone and its exit code was not recorded';
         void this.afterExit(c);
       }
+    }
+  }
+
+  /**
+   * Under proot there is no PID namespace whose end takes every process with it: what the
+   * container started and left running (its process group) goes when it ends, as in a container.
+   */
+  private killLeftovers(c: ContainerRecord): void {
+    if (c.isolation !== 'proot' || c.pid === undefined) return;
+    try {
+      process.kill(-c.pid, 'SIGKILL');
+    } catch {
+      /* none left */
     }
   }
 
@@ -371,9 +425,31 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const s = this.sandbox(podSandboxId);
     if (s.state !== 'SANDBOX_READY') throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
     if (!config.metadata?.name) throw new InvalidArgumentError('container metadata needs a name');
+    const sc = config.linux?.security_context;
+    // As runc's spec generation: a group without a user to go with it is refused.
+    if (sc?.run_as_group && !sc.run_as_user && !sc.run_as_username) throw new InvalidArgumentError('runAsGroup is set without runAsUser or runAsUsername');
     const imageRef = config.image?.image ?? '';
     const img = this.images.find(imageRef);
     if (!img) throw new NotFoundError(`image ${JSON.stringify(imageRef)}`);
+    const lower = await this.images.rootfs(img);
+    const readImageFile = (f: string) => {
+      try {
+        return readFileSync(join(lower, f), 'utf8');
+      } catch {
+        return '';
+      }
+    };
+    const user = resolveUser(
+      {
+        runAsUser: sc?.run_as_user ? Number(sc.run_as_user.value) : undefined,
+        runAsUsername: sc?.run_as_username || undefined,
+        runAsGroup: sc?.run_as_group ? Number(sc.run_as_group.value) : undefined,
+        supplementalGroups: (sc?.supplemental_groups ?? []).map(Number),
+        imageUser: img.config.User,
+      },
+      readImageFile('etc/passwd'),
+      readImageFile('etc/group'),
+    );
     const id = randomBytes(32).toString('hex');
     const logDir = s.config.log_directory ?? sandboxConfig.log_directory ?? '';
     const c: ContainerRecord = {
@@ -392,6 +468,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       logPath: config.log_path ? join(logDir, config.log_path) : '',
       stdout: { offset: 0, pending: '' },
       stderr: { offset: 0, pending: '' },
+      user,
     };
     await this.persistContainer(c);
     this.containers.set(id, c);
@@ -460,6 +537,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     // As runc: a command that is not there fails the start, rather than a container that exits at once.
     const missing = missingExecutable(rootfs, argv[0]!, env.get('PATH') ?? '', c.config.working_dir || img.config.WorkingDir || '/');
     if (missing) await this.failStart(c, missing);
+    // Mount points are made in the container's own root first: a read-only root cannot get them later.
+    for (const m of mounts) await makeMountPoint(rootfs, m.hostPath, m.containerPath);
+    const sc = c.config.linux?.security_context;
     const launch = launchArgv(this.isolation, {
       rootfs,
       argv,
@@ -468,6 +548,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       hostname: (s.config.hostname || s.config.metadata?.name || 'pod').slice(0, 63),
       mounts,
       statusFd: 3,
+      readonlyRootfs: sc?.readonly_rootfs === true,
+      user: c.user,
+      capabilities: { privileged: sc?.privileged === true, add: sc?.capabilities?.add_capabilities ?? [], drop: sc?.capabilities?.drop_capabilities ?? [] },
     });
     const res = c.config.linux?.resources as LinuxContainerResources | undefined;
     const procs = this.cgroups.create(c.id, {
@@ -481,7 +564,14 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const status = openSync(join(dir, 'status.json'), 'w');
     // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
     // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
-    const wrapper = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS; exec "$@"';
+    const joinCgroups = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
+    // bubblewrap reports the container's PID and exit code itself (fd 3). proot does not: the shell
+    // stays as the container's monitor, the leader of its process group, and reports both (it
+    // outlives the signals sent to the group: a handler, not an ignore, which the command would inherit).
+    const wrapper =
+      this.isolation === 'bubblewrap'
+        ? `${joinCgroups}; exec "$@"`
+        : `${joinCgroups}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
     const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
       stdio: ['ignore', stdout, stderr, status],
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: procs.join(' ') },
@@ -539,9 +629,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
     const alive = () => procStart(c.pid!) === c.pidStart && this.readExit(c) === undefined;
+    // Under proot the PID is the monitor shell's, the leader of the container's process group.
+    const target = c.isolation === 'proot' ? -c.pid : c.pid;
     const signal = (sig: NodeJS.Signals) => {
       try {
-        process.kill(c.pid!, sig);
+        process.kill(target, sig);
       } catch {
         /* already gone */
       }
@@ -571,6 +663,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
+    this.killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
     this.containers.delete(c.id);
     this.cgroups.remove(c.id);
@@ -604,7 +697,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       .map((c) => this.containerView(c) as unknown as Container);
   }
 
-  async containerStatus(id: string): Promise<ContainerStatusResponse> {
+  async containerStatus(id: string, verbose = false): Promise<ContainerStatusResponse> {
     const c = this.container(id);
     return {
       status: {
@@ -619,7 +712,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         resources: null,
         user: null,
       },
-      info: {},
+      // Verbose, as containerd: one "info" key holding JSON (crictl inspect shows it), with the PID.
+      info: verbose ? { info: JSON.stringify({ pid: c.pid, isolation: c.isolation, user: c.user, sandboxID: c.sandboxId }) } : {},
     } as unknown as ContainerStatusResponse;
   }
 
@@ -644,8 +738,17 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
     const argv =
       c.isolation === 'bubblewrap'
-        ? ['nsenter', '-t', String(c.pid), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd]
-        : ['proot', '-r', join(this.cdir(c.id), 'rootfs'), ...cmd];
+        ? [...execUser(c.user), 'nsenter', '-t', String(c.pid), ...(c.user && c.user.uid !== 0 ? ['-U', '-S', String(c.user.uid), '-G', String(c.user.gid)] : []), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd]
+        : [
+            'proot',
+            '-r',
+            join(this.cdir(c.id), 'rootfs'),
+            ...['/proc', '/dev', '/sys'].flatMap((d) => ['-b', d]),
+            ...(c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).flatMap((m) => ['-b', `${m.host_path}:${m.container_path}`]),
+            '-w',
+            c.config.working_dir || '/',
+            ...cmd,
+          ];
     return new Promise<ExecSyncResponse>((resolve, reject) => {
       // A group of its own: on timeout the whole group goes, nsenter's forked child included
       // (killing nsenter alone would leave the command running and its pipes open).

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
@@ -28,7 +28,7 @@ after(async () => {
 });
 
 const crictl = (...args: string[]) =>
-  execFileSync(env.crictl, ['--config', '/dev/null', '--runtime-endpoint', rt.endpoint, '--image-endpoint', rt.endpoint, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(env.crictl, ['--config', '/dev/null', '--timeout', '30s', '--runtime-endpoint', rt.endpoint, '--image-endpoint', rt.endpoint, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 test('Version and Status: nodelet-process, API 0.1.0, ready, and which isolation runs', async () => {
   const v = await cri.version('0.1.0');
@@ -101,6 +101,73 @@ test('exit codes, the OCI entrypoint/cmd rules, env and working directory', asyn
   assert.deepEqual([st.state, st.exit_code, st.reason], ['CONTAINER_EXITED', 128, 'StartError']);
 });
 
+test('crictl stats and statsp; exec with a timeout kills what it ran; stop right after start; capabilities and a read-only root', async () => {
+  const podJson = join(tmp, 'stats-pod.json');
+  writeFileSync(podJson, JSON.stringify({ metadata: { name: 'st', namespace: 'crictl', uid: 'stats-uid', attempt: 0 }, log_directory: join(tmp, 'st'), linux: {} }));
+  const pod = crictl('runp', podJson).trim();
+  const make = (name: string, command: string[], extra: object = {}) => {
+    const f = join(tmp, `${name}.json`);
+    writeFileSync(f, JSON.stringify({ metadata: { name }, image: { image: env.testImage }, command, log_path: `${name}.log`, labels: { stats: name }, ...extra }));
+    const id = crictl('create', pod, f, podJson).trim();
+    crictl('start', id);
+    return id;
+  };
+  // A busy loop, so there is CPU time to see.
+  const busy = make('busy', ['sh', '-c', 'while true; do :; done']);
+  await new Promise((r) => setTimeout(r, 1500));
+  crictl('stats', '-o', 'json', '--id', busy); // a first reading, so that the second has a rate
+  await new Promise((r) => setTimeout(r, 500));
+  const stats = JSON.parse(crictl('stats', '-o', 'json', '--label', 'stats=busy')) as { stats: Array<{ attributes: { id: string }; cpu: { usageCoreNanoSeconds: { value: string }; usageNanoCores: { value: string } }; memory: { workingSetBytes: { value: string } }; writableLayer: { usedBytes: { value: string } } }> };
+  assert.equal(stats.stats.length, 1, 'the label filter');
+  const s = stats.stats[0]!;
+  assert.equal(s.attributes.id, busy);
+  assert.ok(Number(s.cpu.usageCoreNanoSeconds.value) > 100_000_000, `CPU used by a busy loop: ${s.cpu.usageCoreNanoSeconds.value} ns`);
+  assert.ok(Number(s.cpu.usageNanoCores.value) > 100_000_000, `a busy loop uses a good part of a core: ${s.cpu.usageNanoCores.value}`);
+  assert.ok(Number(s.memory.workingSetBytes.value) > 0);
+  assert.ok(Number(s.writableLayer.usedBytes.value) >= 0);
+  const sp = JSON.parse(crictl('statsp', '-o', 'json', '--id', pod)) as { stats: Array<{ attributes: { id: string }; linux: { containers: unknown[]; cpu: { usageCoreNanoSeconds: { value: string } } } }> };
+  assert.equal(sp.stats[0]!.attributes.id, pod);
+  assert.equal(sp.stats[0]!.linux.containers.length, 1);
+  assert.ok(Number(sp.stats[0]!.linux.cpu.usageCoreNanoSeconds.value) > 0);
+  crictl('stop', '-t', '0', busy);
+
+  // ExecSync past its timeout: an error (DEADLINE_EXCEEDED), and the command is gone with it.
+  const idle = make('idle', ['top']);
+  assert.throws(() => crictl('exec', '-s', '--timeout', '1', idle, 'sleep', '4321'), (e: { stderr?: string }) => /DeadlineExceeded/.test(String(e.stderr)));
+  assert.throws(() => crictl('exec', '-s', idle, 'pgrep', '-f', 'sleep 4321'), (e: { status?: number; stdout?: string }) => e.status === 1 && e.stdout === '');
+
+  // Stopped the moment it started, a PID 1 with a SIGTERM handler still gets SIGTERM (not SIGKILL's 137).
+  for (let i = 0; i < 3; i++) {
+    const t = make(`top${i}`, ['top']);
+    crictl('stop', '-t', '30', t);
+    const st = JSON.parse(crictl('inspect', t)) as { status: { state: string; exitCode: number } };
+    assert.equal(st.status.state, 'CONTAINER_EXITED');
+    assert.notEqual(st.status.exitCode, 137, 'ended by SIGTERM, not killed after the grace period');
+  }
+
+  // containerd's default capabilities (0xa80425fb), NET_ADMIN (bit 12) only when added.
+  const capEff = (id: string) => BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(crictl('exec', '-s', id, 'cat', '/proc/1/status'))![1]}`);
+  assert.equal(capEff(idle), 0xa80425fbn);
+  const admin = make('admin', ['top'], { linux: { security_context: { capabilities: { add_capabilities: ['NET_ADMIN'], drop_capabilities: ['KILL'] } } } });
+  assert.equal(capEff(admin), (0xa80425fbn | (1n << 12n)) & ~(1n << 5n));
+  const ro = make('ro', ['top'], { linux: { security_context: { readonly_rootfs: true } } });
+  assert.throws(() => crictl('exec', '-s', ro, 'touch', '/x'), (e: { stderr?: string }) => /Read-only file system/.test(String(e.stderr)));
+
+  // runAsUser/runAsGroup: that user on the host as in the container, without capabilities; the
+  // supplementary groups of a root container; a user the image does not know is refused at create.
+  const u = make('user', ['top'], { linux: { security_context: { run_as_user: { value: 1000 }, run_as_group: { value: 50000 } } } });
+  assert.equal(crictl('exec', '-s', u, 'sh', '-c', 'echo $(id -u):$(id -g)').trim(), '1000:50000');
+  assert.equal(capEff(u), 0n);
+  const hostStatus = readFileSync(`/proc/${(JSON.parse(crictl('inspect', u)) as { info: { pid: number } }).info.pid}/status`, 'utf8');
+  assert.match(hostStatus, /^Uid:\s+1000\s/m, 'the process is uid 1000 on the host too');
+  const g = make('groups', ['top'], { linux: { security_context: { supplemental_groups: [1234, 5678] } } });
+  assert.deepEqual(crictl('exec', '-s', g, 'id', '-G').trim().split(' ').sort(), ['0', '1234', '5678']);
+  const f = join(tmp, 'nouser.json');
+  writeFileSync(f, JSON.stringify({ metadata: { name: 'nouser' }, image: { image: env.testImage }, command: ['top'], linux: { security_context: { run_as_username: 'nosuch' } } }));
+  assert.throws(() => crictl('create', pod, f, podJson), (e: { stderr?: string }) => /InvalidArgument desc = user \\?"nosuch\\?" is not in the image's \/etc\/passwd/.test(String(e.stderr)));
+  crictl('rmp', '-f', pod);
+});
+
 test('the runtime killed and restarted while 5 containers run: same IDs, still running; an agent on top duplicates nothing', async () => {
   const node = uniqueNodeName('it-proc');
   const agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
@@ -122,5 +189,48 @@ test('the runtime killed and restarted while 5 containers run: same IDs, still r
     }
   } finally {
     await cleanupAgent(agent, rt.endpoint);
+  }
+});
+
+test('proot, where bubblewrap cannot run: start, exec, SIGTERM to the group, exit code, nothing left behind', async () => {
+  const pr = await processRuntime('proot', ['--isolation', 'proot']);
+  const c2 = new CriClient(pr.endpoint);
+  try {
+    const st = await c2.status(true);
+    assert.match(JSON.stringify(st.info), /proot/, 'Status says which isolation runs');
+    await c2.pullImage({ image: env.testImage });
+    const sbConfig = { metadata: { name: 'pr', namespace: 'crictl', uid: 'proot-uid', attempt: 0 }, log_directory: join(tmp, 'proot'), linux: {} };
+    const sb = await c2.runPodSandbox(sbConfig);
+    const id = await c2.createContainer(
+      sb,
+      { metadata: { name: 'c' }, image: { image: env.testImage }, command: ['sh', '-c', "trap 'exit 7' TERM; echo started; while true; do sleep 0.2; done"], log_path: 'c.log' },
+      sbConfig,
+    );
+    await c2.startContainer(id);
+    const exec = await c2.execSync(id, ['cat', '/etc/nodelet-test-image'], 10);
+    assert.equal(Buffer.from(exec.stdout).toString(), 'busybox 1\n', "the image's own files");
+    assert.equal(Buffer.from(exec.stderr).toString(), '');
+    await c2.stopContainer(id, 10);
+    const s = (await c2.containerStatus(id)).status!;
+    assert.deepEqual([s.state, s.exit_code], ['CONTAINER_EXITED', 7], "the command's own exit on SIGTERM, recorded by the monitor");
+    const pid = Number(/"child-pid":\s*(\d+)/.exec(readFileSync(join(clusterEnv().clusterDir, 'process-proot', 'root', 'containers', id, 'status.json'), 'utf8'))![1]);
+    await c2.removePodSandbox(sb);
+    // Zombies aside (their reaping is the host init's business), nothing of its group is left.
+    const live = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map((d) => {
+        try {
+          return readFileSync(`/proc/${d}/stat`, 'utf8');
+        } catch {
+          return '';
+        }
+      })
+      .map((st) => st.slice(st.lastIndexOf(')') + 2).split(' '))
+      .filter((f) => f[0] !== 'Z' && Number(f[2]) === pid);
+    assert.deepEqual(live, [], 'no live process of its group is left');
+  } finally {
+    for (const sb of await c2.listPodSandbox()) await c2.removePodSandbox(sb.id).catch(() => undefined);
+    c2.close();
+    await pr.stop();
   }
 });

@@ -36,7 +36,7 @@ export interface ProcessRuntimeHandle extends TestRuntime {
 }
 
 /** Starts `nodelet runtime serve` on a socket of its own, with the test images as its pull source. */
-export async function processRuntime(tag: string): Promise<ProcessRuntimeHandle> {
+export async function processRuntime(tag: string, extraArgs: string[] = []): Promise<ProcessRuntimeHandle> {
   const env = clusterEnv();
   const dir = join(env.clusterDir, `process-${tag}`);
   const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, `process-${tag}.sock`);
@@ -44,7 +44,7 @@ export async function processRuntime(tag: string): Promise<ProcessRuntimeHandle>
   const launch = async (): Promise<ChildProcess> => {
     // Its log goes to a file beside its state, not into the test report.
     const log = openSync(join(dir, 'runtime.log'), 'a');
-    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json'], {
+    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json', ...extraArgs], {
       stdio: ['ignore', log, log],
     });
     closeSync(log);

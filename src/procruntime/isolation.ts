@@ -125,3 +125,35 @@ export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   for (const m of s.mounts) args.push('-b', `${m.hostPath}:${m.containerPath}`);
   return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...args, ...s.argv];
 }
+
+/**
+ * The command line that runs `cmd` in a running container (CRI's ExecSync) as the container runs:
+ * its root and mounts, environment, working directory, user and capabilities.
+ * - bubblewrap, root user: nsenter joins the container's UTS and IPC namespaces, and bubblewrap
+ *   joins its PID namespace (the fd `pidnsFd` of the caller's spawn holds it) and builds the same
+ *   mount view, capability set and environment. (nsenter alone would keep the runtime's
+ *   capabilities and environment.)
+ * - bubblewrap, other users: nsenter joins all the container's namespaces, its user namespace
+ *   included, as that user; no capabilities are left to drop.
+ * - proot: the same root and binds again.
+ * The environment to spawn with is returned beside the argv.
+ */
+export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[], pidnsFd: number): { argv: string[]; env: Record<string, string> } {
+  const env = Object.fromEntries(s.env);
+  const u = s.user ?? { uid: 0, gid: 0, groups: [] };
+  if (isolation === 'proot') {
+    const launch = launchArgv('proot', { ...s, argv: cmd });
+    return { argv: launch.slice(launch.indexOf('proot')), env };
+  }
+  if (u.uid !== 0) {
+    return { argv: ['nsenter', '-t', String(pid), '-U', '-S', String(u.uid), '-G', String(u.gid), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd], env };
+  }
+  const prefix = u.gid !== 0 || u.groups.length > 0 ? ['setpriv', `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'] : [];
+  const args = [...prefix, 'nsenter', '-t', String(pid), '-u', '-i', '--', 'bwrap', '--pidns', String(pidnsFd), s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys'];
+  for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
+  args.push(...capabilityArgs(s.capabilities), '--die-with-parent', '--chdir', s.cwd, '--clearenv');
+  for (const [k, v] of s.env) args.push('--setenv', k, v);
+  args.push('--', ...cmd);
+  // The runtime's PATH finds nsenter and bwrap; bwrap then clears it for the command.
+  return { argv: args, env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
+}

@@ -38,7 +38,7 @@ import { hostIPv4 } from '../util/net.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore, type StoredImage } from './image-store.js';
-import { detectIsolation, launchArgv, type Isolation } from './isolation.js';
+import { detectIsolation, execArgv, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
 import { forward, type StreamState } from './log-forwarder.js';
 import { diskUsage, nanoCores, readProc, type UsageSample } from './stats.js';
 import { resolveUser, type ResolvedUser } from './users.js';
@@ -80,6 +80,8 @@ interface ContainerRecord {
   isolation?: Isolation;
   /** Who the process runs as (resolved at create, from the security context and the image). */
   user?: ResolvedUser;
+  /** How it was started: what an exec into it repeats (root, mounts, env, user, capabilities). */
+  launch?: LaunchSpec;
 }
 
 export interface ProcessRuntimeOptions {
@@ -168,16 +170,6 @@ async function makeMountPoint(rootfs: string, hostPath: string, containerPath: s
   } catch {
     /* bubblewrap reports what it cannot mount */
   }
-}
-
-/**
- * What goes before nsenter so that an exec runs as the container's user: root's group and
- * supplementary groups are set by setpriv (nsenter keeps them); another user is entered in its
- * user namespace by nsenter itself.
- */
-function execUser(u: ResolvedUser | undefined): string[] {
-  if (!u || u.uid !== 0 || (u.gid === 0 && u.groups.length === 0)) return [];
-  return ['setpriv', `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'];
 }
 
 function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {
@@ -540,7 +532,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     // Mount points are made in the container's own root first: a read-only root cannot get them later.
     for (const m of mounts) await makeMountPoint(rootfs, m.hostPath, m.containerPath);
     const sc = c.config.linux?.security_context;
-    const launch = launchArgv(this.isolation, {
+    const spec: LaunchSpec = {
       rootfs,
       argv,
       env: [...env],
@@ -551,7 +543,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       readonlyRootfs: sc?.readonly_rootfs === true,
       user: c.user,
       capabilities: { privileged: sc?.privileged === true, add: sc?.capabilities?.add_capabilities ?? [], drop: sc?.capabilities?.drop_capabilities ?? [] },
-    });
+    };
+    c.launch = spec;
+    const launch = launchArgv(this.isolation, spec);
     const res = c.config.linux?.resources as LinuxContainerResources | undefined;
     const procs = this.cgroups.create(c.id, {
       cpuShares: res?.cpu_shares ? Number(res.cpu_shares) : undefined,
@@ -736,28 +730,34 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) throw new FailedPreconditionError(`container ${c.id} is not running`);
     if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
-    const argv =
-      c.isolation === 'bubblewrap'
-        ? [...execUser(c.user), 'nsenter', '-t', String(c.pid), ...(c.user && c.user.uid !== 0 ? ['-U', '-S', String(c.user.uid), '-G', String(c.user.gid)] : []), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd]
-        : [
-            'proot',
-            '-r',
-            join(this.cdir(c.id), 'rootfs'),
-            ...['/proc', '/dev', '/sys'].flatMap((d) => ['-b', d]),
-            ...(c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).flatMap((m) => ['-b', `${m.host_path}:${m.container_path}`]),
-            '-w',
-            c.config.working_dir || '/',
-            ...cmd,
-          ];
+    // A container started before exec kept its launch: its root, binds and the image's defaults.
+    const spec: LaunchSpec = c.launch ?? {
+      rootfs: join(this.cdir(c.id), 'rootfs'),
+      argv: [],
+      env: [['PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin']],
+      cwd: c.config.working_dir || '/',
+      hostname: '',
+      mounts: (c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true })),
+      statusFd: 3,
+      user: c.user,
+    };
+    let pidns: number | undefined;
+    try {
+      pidns = openSync(`/proc/${c.pid}/ns/pid`, 'r');
+    } catch {
+      throw new FailedPreconditionError(`container ${c.id} is not running`);
+    }
+    const { argv, env } = execArgv(c.isolation ?? 'bubblewrap', spec, c.pid, cmd, 3);
     return new Promise<ExecSyncResponse>((resolve, reject) => {
       // A group of its own: on timeout the whole group goes, nsenter's forked child included
       // (killing nsenter alone would leave the command running and its pipes open).
-      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns], env, detached: true });
+      closeSync(pidns!);
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       let timedOut = false;
-      child.stdout.on('data', (b: Buffer) => out.push(b));
-      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.stdout!.on('data', (b: Buffer) => out.push(b));
+      child.stderr!.on('data', (b: Buffer) => err.push(b));
       const timer =
         timeoutSeconds > 0
           ? setTimeout(() => {

@@ -13,6 +13,8 @@ import { container, createPod, getPod, running, waitPod } from '../support/kube.
 import { processRuntime, type ProcessRuntimeHandle } from '../support/runtimes.js';
 
 const env = clusterEnv();
+// In the runtime's own environment (it inherits ours), so that a leak into containers shows.
+process.env.NODELET_TEST_LEAK = 'leaked';
 const tmp = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
 let rt: ProcessRuntimeHandle;
 let cri: CriClient;
@@ -146,10 +148,16 @@ test('crictl stats and statsp; exec with a timeout kills what it ran; stop right
   }
 
   // containerd's default capabilities (0xa80425fb), NET_ADMIN (bit 12) only when added.
-  const capEff = (id: string) => BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(crictl('exec', '-s', id, 'cat', '/proc/1/status'))![1]}`);
+  // Both the container's process and what is exec'd into it (which must not keep the runtime's).
+  const capEff = (id: string, proc = '1') => BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(crictl('exec', '-s', id, 'cat', `/proc/${proc}/status`))![1]}`);
   assert.equal(capEff(idle), 0xa80425fbn);
+  assert.equal(capEff(idle, 'self'), 0xa80425fbn);
   const admin = make('admin', ['top'], { linux: { security_context: { capabilities: { add_capabilities: ['NET_ADMIN'], drop_capabilities: ['KILL'] } } } });
   assert.equal(capEff(admin), (0xa80425fbn | (1n << 12n)) & ~(1n << 5n));
+  assert.equal(capEff(admin, 'self'), (0xa80425fbn | (1n << 12n)) & ~(1n << 5n));
+  // An exec sees the container's environment, not the runtime's.
+  const withEnv = make('env', ['top'], { envs: [{ key: 'GREETING', value: 'hi' }] });
+  assert.equal(crictl('exec', '-s', withEnv, 'sh', '-c', 'echo "$GREETING:$NODELET_TEST_LEAK"').trim(), 'hi:');
   const ro = make('ro', ['top'], { linux: { security_context: { readonly_rootfs: true } } });
   assert.throws(() => crictl('exec', '-s', ro, 'touch', '/x'), (e: { stderr?: string }) => /Read-only file system/.test(String(e.stderr)));
 

@@ -18,7 +18,7 @@ help:
 	@echo "make cluster-up    start etcd, kube-apiserver and containerd under .cluster/ (idempotent)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
-	@echo "make bench         measure pod start latency (create -> Ready) against the CRI floor; writes bench/results/latest.json"
+	@echo "make bench         nodelet, the kubelet and nodelet's process runtime side by side (start latency, density, RSS, CPU); bench/results/latest.json"
 	@echo "make proto         refresh proto/api.proto from k8s.io/cri-api and regenerate its TypeScript types"
 
 setup:
@@ -53,8 +53,9 @@ test-unit: build
 test-integration: build
 	node --test --test-concurrency=1 --test-reporter=spec dist/test/integration
 
-# Pod start latency through nodelet against the CRI floor; brings the test cluster up if it is not.
+# nodelet, the kubelet and the process runtime side by side (bench/README.md); brings the test cluster up if it is not.
 bench: setup build
+	hack/build-go-bins.sh kubelet
 	hack/cluster-up.sh
 	node dist/bench/bench.js
 

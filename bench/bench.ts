@@ -1,24 +1,34 @@
-// `make bench`: pod start latency, burst, density, deletion and agent cost of nodelet on the test
-// cluster's containerd, against the CRI floor (the same pod straight through CRI). Prints a summary
-// and one JSON document (also bench/results/latest.json; BENCH_OUT moves it).
-// BENCH_REDUCED=1 runs a small version (5 pods) for the test suite.
+// `make bench`: pod start latency, burst, density, deletion and agent cost, measured the same way
+// for three agents one after the other: nodelet on the test cluster's containerd, the real kubelet
+// on that containerd, and nodelet with its embedded process runtime; each against its runtime's CRI
+// floor (the same pod straight through CRI). Prints a summary and one JSON document (also
+// bench/results/latest.json; BENCH_OUT moves it). BENCH_REDUCED=1 runs a small version (5 pods) for
+// the test suite; BENCH_AGENTS=nodelet,kubelet,nodelet_process picks the columns.
 import * as k8s from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import https from 'node:https';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { CriClient } from '../src/cri/client.js';
-import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../test/support/agent.js';
+import { startAgent, uniqueNodeName, type RunningAgent } from '../test/support/agent.js';
 import { clusterEnv, projectRoot } from '../test/support/cluster.js';
+import { processRuntime } from '../test/support/runtimes.js';
+import { deleteNodeObjects, startKubelet, sweepBenchSandboxes } from './kubelet.js';
 import { summarize, type Summary } from './stats.js';
 
 const env = clusterEnv();
 const reduced = process.env.BENCH_REDUCED === '1';
-const SINGLE = reduced ? 3 : 20;
-const BURST = reduced ? 5 : 100;
-const DENSITY = reduced ? [5] : [110, 300];
-const REST_MS = reduced ? 3000 : 20_000;
+const MAX_PODS = 400;
+/** nodelet and the kubelet on containerd: 20 single starts, a burst of 100, 110 then 300 pods. */
+const PLAN: Plan = reduced
+  ? { single: 3, burst: 5, density: [[5, 5]], restMs: 3000 }
+  : { single: 20, burst: 100, density: [[110, 110], [300, 300]], restMs: 20_000 };
+/** The process runtime: the same, its top density set by BENCH_PROCESS_DENSITY (see bench/README.md). */
+const PROCESS_TOP = Number(process.env.BENCH_PROCESS_DENSITY ?? 300);
+/** (10 s at rest instead of 20 s: the whole `make bench` has to fit in 20 minutes on 2 cores.) */
+const PROCESS_PLAN: Plan = reduced ? PLAN : { ...PLAN, density: [[110, 110], [300, PROCESS_TOP]], restMs: 10_000 };
 
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(env.kubeconfig);
@@ -136,13 +146,18 @@ async function deleteGroup(w: PodWatch, group: string, names: string[]): Promise
   return (performance.now() - t0) / 1000;
 }
 
-interface AgentResult {
+interface Density {
+  /** Pods created at once (the key is the nominal size; a column may use fewer, see bench/README.md). */
+  pods: number;
+  all_ready_s: number;
+  ok: boolean;
+}
+
+/** What is measured through the API for one agent (the floor is added per runtime). */
+interface Measured {
   start_single: Summary;
   start_burst100: Summary;
-  cri_floor: Summary;
-  cri_floor_burst100: Summary;
-  overhead_ms_p50: number;
-  density: Record<string, { all_ready_s: number; ok: boolean }>;
+  density: Record<string, Density>;
   rss_mb_max: number;
   rss_mb_rest110: number;
   cpu_s_burst: number;
@@ -151,19 +166,37 @@ interface AgentResult {
   delete_burst100_s: number;
 }
 
-async function measureNodelet(): Promise<Omit<AgentResult, 'cri_floor' | 'cri_floor_burst100' | 'overhead_ms_p50'>> {
-  const node = uniqueNodeName('bench-nodelet');
-  const agent: RunningAgent = await startAgent(node, ['--log-level', 'info', '--max-pods', '400']);
-  const pid = agent.process.pid!;
+interface AgentResult extends Measured {
+  cri_floor: Summary;
+  cri_floor_burst100: Summary;
+  overhead_ms_p50: number;
+}
+
+interface Plan {
+  single: number;
+  burst: number;
+  /** [nominal size, pods actually created] */
+  density: Array<[number, number]>;
+  restMs: number;
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The same measurement for every agent: pods bound to `node`, Ready and deletion seen through one
+ * watch, the agent's RSS and CPU from /proc/`pid`, API requests from the API server's counter.
+ */
+async function measureAgent(node: string, pid: number, plan: Plan): Promise<Measured> {
   const w = new PodWatch();
   await w.start(node);
   try {
     // One pod at a time (the first warms up connections and is not counted).
     const single: number[] = [];
-    for (let i = 0; i <= SINGLE; i++) {
+    for (let i = 0; i <= plan.single; i++) {
       const started = await createMany(node, 'single', 1);
       const [name, t0] = [...started][0]!;
-      await w.until(`${name} Ready`, () => w.readyAt.has(name), 60_000);
+      if (!(await w.until(`${name} Ready`, () => w.readyAt.has(name), 60_000))) throw new Error(`${node}: pod ${name} not Ready after 60 s`);
       if (i > 0) single.push(w.readyAt.get(name)! - t0);
       await core.deleteNamespacedPod({ name, namespace: 'default' });
       await w.until(`${name} deleted`, () => w.deletedAt.has(name), 60_000);
@@ -172,35 +205,35 @@ async function measureNodelet(): Promise<Omit<AgentResult, 'cri_floor' | 'cri_fl
     // A burst, all created at once.
     const apiBefore = await apiRequestTotal();
     const cpuBefore = procStat(pid).cpuSeconds;
-    const burst = await createMany(node, 'burst', BURST);
-    await w.until('burst Ready', () => [...burst.keys()].every((n) => w.readyAt.has(n)), 300_000);
+    const burst = await createMany(node, 'burst', plan.burst);
+    if (!(await w.until('burst Ready', () => [...burst.keys()].every((n) => w.readyAt.has(n)), 300_000))) throw new Error(`${node}: the burst was not all Ready after 300 s`);
     const cpuBurst = procStat(pid).cpuSeconds - cpuBefore;
     // Requests of the bench itself in that window: one create per pod.
-    const apiPerPod = (await apiRequestTotal() - apiBefore - BURST) / BURST;
+    const apiPerPod = (await apiRequestTotal() - apiBefore - plan.burst) / plan.burst;
     const burstLatency = [...burst].map(([n, t0]) => w.readyAt.get(n)! - t0);
     const deleteBurst = await deleteGroup(w, 'burst', [...burst.keys()]);
 
-    const density: Record<string, { all_ready_s: number; ok: boolean }> = {};
+    const density: Record<string, Density> = {};
     let rssRest = 0;
     let cpuRestPerMin = 0;
-    for (const n of DENSITY) {
-      const group = `density${n}`;
+    for (const [nominal, n] of plan.density) {
+      const group = `density${nominal}`;
       const t0 = performance.now();
       const pods = await createMany(node, group, n);
       const ok = await w.until(`${group} Ready`, () => [...pods.keys()].every((p) => w.readyAt.has(p)), 600_000);
-      density[String(n)] = { all_ready_s: Math.round(((Math.max(...[...pods.keys()].map((p) => w.readyAt.get(p) ?? performance.now())) - t0) / 1000) * 10) / 10, ok };
-      if (n === DENSITY[0]) {
+      const last = Math.max(...[...pods.keys()].map((p) => w.readyAt.get(p) ?? performance.now()));
+      density[String(nominal)] = { pods: n, all_ready_s: Math.round(((last - t0) / 1000) * 10) / 10, ok };
+      if (nominal === plan.density[0]![0]) {
         // At rest with the first density's pods running.
-        await new Promise((r) => setTimeout(r, REST_MS));
+        await sleep(plan.restMs);
         const a = procStat(pid);
-        await new Promise((r) => setTimeout(r, REST_MS));
+        await sleep(plan.restMs);
         const b = procStat(pid);
         rssRest = b.rssMB;
-        cpuRestPerMin = ((b.cpuSeconds - a.cpuSeconds) * 60_000) / REST_MS;
+        cpuRestPerMin = ((b.cpuSeconds - a.cpuSeconds) * 60_000) / plan.restMs;
       }
       await deleteGroup(w, group, [...pods.keys()]);
     }
-    const round = (x: number) => Math.round(x * 100) / 100;
     return {
       start_single: summarize(single),
       start_burst100: summarize(burstLatency),
@@ -214,13 +247,75 @@ async function measureNodelet(): Promise<Omit<AgentResult, 'cri_floor' | 'cri_fl
     };
   } finally {
     w.stop();
-    await cleanupAgent(agent);
+  }
+}
+
+/** Deletes what is left of the node's pods, stops the agent, removes its Node and Lease. */
+async function stopNodelet(agent: RunningAgent): Promise<void> {
+  const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${agent.nodeName}` });
+  await Promise.all(list.items.map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 0 }).catch(() => undefined)));
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([agent.stop(), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 30_000)))]);
+  clearTimeout(timer);
+  if (code === 'timeout') await agent.kill();
+  await deleteNodeObjects(core, agent.nodeName);
+}
+
+/** nodelet on the cluster's containerd. */
+async function measureNodelet(plan: Plan): Promise<Measured> {
+  const node = uniqueNodeName('bench-nodelet');
+  const agent = await startAgent(node, ['--log-level', 'info', '--max-pods', String(MAX_PODS)]);
+  try {
+    return await measureAgent(node, agent.process.pid!, plan);
+  } finally {
+    await stopNodelet(agent);
+    // Sandboxes of deleted pods that the agent had not collected yet.
+    await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n === node);
+  }
+}
+
+/** The kubelet on the same containerd, as node bench-kubelet. */
+async function measureKubelet(plan: Plan): Promise<{ measured: Measured; version: string }> {
+  const kubelet = await timed('the kubelet: start until its node is Ready', () => startKubelet(core, MAX_PODS));
+  try {
+    return { measured: await measureAgent(kubelet.node, kubelet.pid, plan), version: kubelet.version };
+  } finally {
+    await timed('the kubelet: stop and clean up', () => kubelet.stop());
+  }
+}
+
+function processRoot(tag: string): string {
+  return join(env.clusterDir, 'bench', tag);
+}
+
+/** `nodelet runtime reset`: stops and removes whatever is left in a process runtime's state. */
+function resetProcessRuntime(root: string): void {
+  const r = spawnSync(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+  if (r.status !== 0) console.error(`bench: nodelet runtime reset --root ${root} exited ${r.status}`);
+}
+
+/** nodelet with its embedded process runtime (`runtime: process`). */
+async function measureNodeletProcess(plan: Plan): Promise<Measured> {
+  const node = uniqueNodeName('bench-process');
+  const dir = processRoot('process');
+  const root = join(dir, 'root');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, 'bench-process.sock');
+  const config = join(dir, 'config.yaml');
+  writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}}\n`);
+  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--max-pods', String(MAX_PODS)]);
+  try {
+    return await measureAgent(node, agent.process.pid!, plan);
+  } finally {
+    await stopNodelet(agent);
+    resetProcessRuntime(root);
   }
 }
 
 /** RunPodSandbox + CreateContainer + StartContainer of the bench's pod, straight on containerd. */
-async function criFloor(concurrency: number, count: number): Promise<number[]> {
-  const cri = new CriClient(env.runtimeEndpoint);
+async function criFloor(endpoint: string, concurrency: number, count: number): Promise<number[]> {
+  const cri = new CriClient(endpoint);
   const one = async (i: number) => {
     const uid = randomUUID();
     const logDir = join(env.podLogRoot, `bench_floor-${i}_${uid}`);
@@ -239,6 +334,8 @@ async function criFloor(concurrency: number, count: number): Promise<number[]> {
     return { ms: performance.now() - t0, sb };
   };
   try {
+    // The image is local, as for the agents (the process runtime "pulls" it from its images dir).
+    if (!(await cri.listImages()).some((i) => i.repo_tags?.includes(env.testImage))) await cri.pullImage({ image: env.testImage });
     const out: number[] = [];
     const sandboxes: string[] = [];
     if (concurrency === 1) {
@@ -251,32 +348,91 @@ async function criFloor(concurrency: number, count: number): Promise<number[]> {
       const rs = await Promise.all(Array.from({ length: count }, (_, i) => one(i)));
       rs.forEach((r) => (out.push(r.ms), sandboxes.push(r.sb)));
     }
-    await Promise.all(sandboxes.map(async (sb) => {
-      await cri.stopPodSandbox(sb).catch(() => undefined);
-      await cri.removePodSandbox(sb).catch(() => undefined);
-    }));
+    for (let i = 0; i < sandboxes.length; i += 8) {
+      await Promise.all(sandboxes.slice(i, i + 8).map(async (sb) => {
+        await cri.stopPodSandbox(sb).catch(() => undefined);
+        await cri.removePodSandbox(sb).catch(() => undefined);
+      }));
+    }
     return out;
   } finally {
     cri.close();
   }
 }
 
+type AgentKey = 'nodelet' | 'kubelet' | 'nodelet_process';
+const AGENT_KEYS: AgentKey[] = ['nodelet', 'kubelet', 'nodelet_process'];
+
+interface Floor {
+  single: Summary;
+  burst: Summary;
+}
+
+async function floorOn(endpoint: string, plan: Plan): Promise<Floor> {
+  return { single: summarize(await criFloor(endpoint, 1, plan.single)), burst: summarize(await criFloor(endpoint, plan.burst, plan.burst)) };
+}
+
+/** The floor of the process runtime: the same sequences on a `nodelet runtime serve` of its own (no agent in that process). */
+async function processFloor(plan: Plan): Promise<Floor> {
+  const rt = await processRuntime('bench-floor');
+  try {
+    return await floorOn(rt.endpoint, plan);
+  } finally {
+    await rt.stop();
+    resetProcessRuntime(join(env.clusterDir, 'process-bench-floor', 'root'));
+  }
+}
+
+function withFloor(m: Measured, f: Floor): AgentResult {
+  return { ...m, cri_floor: f.single, cri_floor_burst100: f.burst, overhead_ms_p50: Math.round((m.start_single.p50 - f.single.p50) * 10) / 10 };
+}
+
+async function timed<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  console.error(`bench: ${what}... (at ${Math.round(t0 / 1000)} s)`);
+  const r = await fn();
+  console.error(`bench: ${what} took ${Math.round((performance.now() - t0) / 1000)} s`);
+  return r;
+}
+
 async function main(): Promise<void> {
-  const nodelet = await measureNodelet();
-  const floor = summarize(await criFloor(1, SINGLE));
-  const floorBurst = summarize(await criFloor(BURST, BURST));
-  const agent: AgentResult = {
-    ...nodelet,
-    cri_floor: floor,
-    cri_floor_burst100: floorBurst,
-    overhead_ms_p50: Math.round((nodelet.start_single.p50 - floor.p50) * 10) / 10,
-  };
+  const selected = (process.env.BENCH_AGENTS ?? AGENT_KEYS.join(',')).split(',').map((a) => a.trim()) as AgentKey[];
+  for (const a of selected) if (!AGENT_KEYS.includes(a)) throw new Error(`BENCH_AGENTS: unknown agent ${a} (${AGENT_KEYS.join(', ')})`);
+  const t0 = performance.now();
+  // Sandboxes an interrupted earlier run left in containerd (the kubelet would kill them anyway).
+  await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n?.startsWith('bench-') ?? false);
+
+  const agents: Record<AgentKey, AgentResult | null> = { nodelet: null, kubelet: null, nodelet_process: null };
+  let containerdFloor: Floor | undefined;
+  let kubeletVersion: string | undefined;
+  if (selected.includes('nodelet')) {
+    const m = await timed('nodelet on containerd', () => measureNodelet(PLAN));
+    containerdFloor = await timed('CRI floor on containerd', () => floorOn(env.runtimeEndpoint, PLAN));
+    agents.nodelet = withFloor(m, containerdFloor);
+  }
+  if (selected.includes('kubelet')) {
+    // The floor first if nodelet was not measured: nothing may share containerd with the kubelet.
+    containerdFloor ??= await timed('CRI floor on containerd', () => floorOn(env.runtimeEndpoint, PLAN));
+    const k = await timed('the kubelet on containerd', () => measureKubelet(PLAN));
+    kubeletVersion = k.version;
+    agents.kubelet = withFloor(k.measured, containerdFloor);
+  }
+  if (selected.includes('nodelet_process')) {
+    const m = await timed('nodelet with its process runtime', () => measureNodeletProcess(PROCESS_PLAN));
+    agents.nodelet_process = withFloor(m, await timed('CRI floor on the process runtime', () => processFloor(PROCESS_PLAN)));
+  }
+
   const cri = new CriClient(env.runtimeEndpoint);
   const runtime = await cri.version('0.1.0');
   cri.close();
+  const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? round(a / b) : null);
+  const n = agents.nodelet ?? undefined;
+  const k = agents.kubelet ?? undefined;
+  const p = agents.nodelet_process ?? undefined;
   const result = {
     date: new Date().toISOString(),
     reduced,
+    duration_s: 0,
     machine: {
       cpus: os.cpus().length,
       cpu_model: os.cpus()[0]?.model,
@@ -284,26 +440,46 @@ async function main(): Promise<void> {
       kernel: os.release(),
       node: process.version,
       runtime: `${runtime.runtime_name} ${runtime.runtime_version}`,
+      kubelet: kubeletVersion ?? null,
     },
-    agents: {
-      nodelet: agent,
-      kubelet: null,
+    plan: {
+      single: PLAN.single,
+      burst: PLAN.burst,
+      rest_s: PLAN.restMs / 1000,
+      density: Object.fromEntries(PLAN.density),
+      nodelet_process_density: Object.fromEntries(PROCESS_PLAN.density),
+      nodelet_process_rest_s: PROCESS_PLAN.restMs / 1000,
     },
-    kubelet_missing_reason:
-      'not measured yet: the kubelet column (kubelet v1.37.2 built by hack/build-go-bins.sh kubelet, run against the same containerd as a second node) is the next step of issue 6',
+    agents,
+    kubelet_missing_reason: agents.kubelet ? null : 'not selected (BENCH_AGENTS)',
     ratios: {
-      burst100_p99_over_floor: Math.round((agent.start_burst100.p99 / agent.cri_floor_burst100.p99) * 100) / 100,
+      start_single_p50_nodelet_over_kubelet: ratio(n?.start_single.p50, k?.start_single.p50),
+      start_burst100_p99_nodelet_over_kubelet: ratio(n?.start_burst100.p99, k?.start_burst100.p99),
+      burst100_p99_over_floor: ratio(n?.start_burst100.p99, n?.cri_floor_burst100.p99),
+      burst100_p99_over_floor_kubelet: ratio(k?.start_burst100.p99, k?.cri_floor_burst100.p99),
+      burst100_p99_over_floor_nodelet_process: ratio(p?.start_burst100.p99, p?.cri_floor_burst100.p99),
+      rss_mb_max_nodelet_over_kubelet: ratio(n?.rss_mb_max, k?.rss_mb_max),
+      rss_mb_rest110_nodelet_over_kubelet: ratio(n?.rss_mb_rest110, k?.rss_mb_rest110),
+      api_requests_per_pod_nodelet_over_kubelet: ratio(n?.api_requests_per_pod, k?.api_requests_per_pod),
     },
   };
+  result.duration_s = Math.round((performance.now() - t0) / 1000);
+
   const fmt = (s: Summary) => `p50 ${s.p50} ms  p90 ${s.p90}  p99 ${s.p99}  max ${s.max}  (n=${s.n})`;
-  console.log(`nodelet on ${result.machine.runtime}, ${result.machine.cpus} cores${reduced ? ' (REDUCED run)' : ''}`);
-  console.log(`  start, one at a time       ${fmt(agent.start_single)}`);
-  console.log(`  CRI floor, one at a time   ${fmt(agent.cri_floor)}   overhead p50 ${agent.overhead_ms_p50} ms`);
-  console.log(`  start, burst of ${BURST}       ${fmt(agent.start_burst100)}`);
-  console.log(`  CRI floor, burst of ${BURST}   ${fmt(agent.cri_floor_burst100)}   p99 ratio ${result.ratios.burst100_p99_over_floor}`);
-  for (const [n, d] of Object.entries(agent.density)) console.log(`  density ${n}: all Ready in ${d.all_ready_s} s (${d.ok ? 'all Ready' : 'NOT all Ready'})`);
-  console.log(`  deletion of the burst: ${agent.delete_burst100_s} s; API requests per pod started: ${agent.api_requests_per_pod}`);
-  console.log(`  RSS max ${agent.rss_mb_max} MB, at rest with ${DENSITY[0]} pods ${agent.rss_mb_rest110} MB; CPU ${agent.cpu_s_burst} s in the burst, ${agent.cpu_s_per_min_rest110} s/min at rest`);
+  console.log(`bench on ${result.machine.runtime}, ${result.machine.cpus} cores, ${result.duration_s} s${reduced ? ' (REDUCED run)' : ''}`);
+  for (const key of AGENT_KEYS) {
+    const a = agents[key];
+    if (!a) continue;
+    console.log(`${key}${key === 'kubelet' ? ` ${kubeletVersion}` : ''}:`);
+    console.log(`  start, one at a time       ${fmt(a.start_single)}`);
+    console.log(`  CRI floor, one at a time   ${fmt(a.cri_floor)}   overhead p50 ${a.overhead_ms_p50} ms`);
+    console.log(`  start, burst               ${fmt(a.start_burst100)}`);
+    console.log(`  CRI floor, burst           ${fmt(a.cri_floor_burst100)}   p99 ratio ${ratio(a.start_burst100.p99, a.cri_floor_burst100.p99)}`);
+    for (const [size, d] of Object.entries(a.density)) console.log(`  density ${size}: ${d.pods} pods all Ready in ${d.all_ready_s} s (${d.ok ? 'all Ready' : 'NOT all Ready'})`);
+    console.log(`  deletion of the burst: ${a.delete_burst100_s} s; API requests per pod started: ${a.api_requests_per_pod}`);
+    console.log(`  RSS max ${a.rss_mb_max} MB, at rest with the first density's pods ${a.rss_mb_rest110} MB; CPU ${a.cpu_s_burst} s in the burst, ${a.cpu_s_per_min_rest110} s/min at rest`);
+  }
+  console.log(`ratios: ${JSON.stringify(result.ratios)}`);
   const out = process.env.BENCH_OUT ?? join(projectRoot, 'bench/results/latest.json');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + '\n');

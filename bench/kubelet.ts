@@ -1,0 +1,233 @@
+// The real kubelet as the bench's second node, on the test cluster's API server and containerd.
+// It runs only while no other agent's pods are in that containerd: it kills every pod sandbox it
+// did not start as an orphan. Its settings, and why each is needed here, are in bench/README.md.
+import * as k8s from '@kubernetes/client-node';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { CriClient } from '../src/cri/client.js';
+import { clusterEnv, eventually, projectRoot } from '../test/support/cluster.js';
+
+export const KUBELET_NODE = 'bench-kubelet';
+
+export interface RunningKubelet {
+  node: string;
+  pid: number;
+  version: string;
+  logFile: string;
+  /** SIGTERM (SIGKILL after 15 s), then everything it leaves: sandboxes, mounts, Node, CSINode, Lease. */
+  stop(): Promise<void>;
+}
+
+function kubeVersion(): string {
+  const m = /^KUBE_VERSION=(\S+)/m.exec(readFileSync(join(projectRoot, 'hack/versions.sh'), 'utf8'));
+  if (!m) throw new Error('hack/versions.sh has no KUBE_VERSION');
+  return m[1]!;
+}
+
+/** The kubelet binary, built once (cached) by hack/build-go-bins.sh. */
+export function kubeletBinary(): { path: string; version: string } {
+  const version = kubeVersion();
+  const path = join(process.env.NODELET_CACHE ?? join(homedir(), '.cache/nodelet'), 'bin', `kubelet-${version}`);
+  if (!existsSync(path)) {
+    const build = spawnSync(join(projectRoot, 'hack/build-go-bins.sh'), ['kubelet'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    if (build.status !== 0 || !existsSync(path)) throw new Error(`hack/build-go-bins.sh kubelet failed (exit ${build.status})`);
+  }
+  return { path, version };
+}
+
+function dirs() {
+  const env = clusterEnv();
+  const base = join(env.clusterDir, 'kubelet');
+  return { env, base, root: join(base, 'root'), pki: join(base, 'pki'), config: join(base, 'config.yaml'), logs: join(env.clusterDir, 'logs/kubelet-pods'), pidFile: join(base, 'kubelet.pid'), logFile: join(base, 'kubelet.log') };
+}
+
+/** The KubeletConfiguration; bench/README.md says why each setting is there. */
+function kubeletConfig(socket: string, podLogsDir: string, maxPods: number): string {
+  return `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: unix://${socket}
+cgroupDriver: cgroupfs
+failCgroupV1: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+address: 127.0.0.1
+port: 10270
+healthzPort: 10271
+maxPods: ${maxPods}
+podLogsDir: ${podLogsDir}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
+`;
+}
+
+/** Mount points under `dir` (deepest first), from /proc/self/mountinfo. */
+function mountsUnder(dir: string): string[] {
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => unescape(l.split(' ')[4] ?? ''))
+    .filter((m) => m === dir || m.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function stopPid(pid: number, graceMs: number): Promise<void> {
+  if (!pidAlive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (pidAlive(pid)) {
+    console.error(`bench: kubelet (pid ${pid}) ignored SIGTERM for ${graceMs / 1000} s: SIGKILL`);
+    process.kill(pid, 'SIGKILL');
+    while (pidAlive(pid)) await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A kubelet this bench started earlier and never stopped (the bench was killed): the PID it recorded, if it is still that kubelet. */
+async function stopLeftover(pidFile: string, binary: string): Promise<void> {
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  let exe = '';
+  try {
+    exe = readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    /* gone */
+  }
+  if (pid > 0 && exe === binary) {
+    console.error(`bench: stopping the kubelet a previous bench left running (pid ${pid})`);
+    await stopPid(pid, 15_000);
+  }
+  unlinkSync(pidFile);
+}
+
+/**
+ * Stops and removes the pod sandboxes of the bench in a runtime: the kubelet copies pod labels onto
+ * its sandboxes (`bench=...`); nodelet's carry `nodelet.io/node-name`; the CRI floor's
+ * `nodelet.io/bench`. Returns how many other sandboxes are there.
+ */
+export async function sweepBenchSandboxes(endpoint: string, nodes: (node: string | undefined) => boolean): Promise<number> {
+  const cri = new CriClient(endpoint);
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const all = await cri.listPodSandbox();
+      const ours = all.filter((sb) => 'bench' in (sb.labels ?? {}) || 'nodelet.io/bench' in (sb.labels ?? {}) || nodes(sb.labels?.['nodelet.io/node-name']));
+      if (ours.length === 0) return all.length;
+      // Eight at a time: a containerd on 2 cores stops hundreds of sandboxes faster that way than all at once.
+      for (let i = 0; i < ours.length; i += 8) {
+        await Promise.all(ours.slice(i, i + 8).map(async (sb) => {
+          await cri.stopPodSandbox(sb.id).catch(() => undefined);
+          await cri.removePodSandbox(sb.id).catch(() => undefined);
+        }));
+      }
+    }
+    const left = await cri.listPodSandbox();
+    return left.length;
+  } finally {
+    cri.close();
+  }
+}
+
+/** Waits until the cluster's containerd has no pod sandbox at all: the kubelet would kill any as an orphan. */
+async function requireEmptyContainerd(endpoint: string): Promise<void> {
+  const cri = new CriClient(endpoint);
+  try {
+    await eventually('the containerd to hold no pod sandbox before the kubelet starts (it would kill any it did not start)', 60_000, async () => {
+      const left = await cri.listPodSandbox();
+      if (left.length > 0) throw new Error(`${left.length} sandboxes left, e.g. ${left.slice(0, 3).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`).join(', ')}`);
+      return true;
+    }, 1000);
+  } finally {
+    cri.close();
+  }
+}
+
+export async function startKubelet(core: k8s.CoreV1Api, maxPods: number): Promise<RunningKubelet> {
+  const { env, root, pki, config, logs, pidFile, logFile } = dirs();
+  const bin = kubeletBinary();
+  await stopLeftover(pidFile, bin.path);
+  await releaseRoot(root);
+  await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n?.startsWith('bench-') ?? false);
+  await requireEmptyContainerd(env.runtimeEndpoint);
+  await deleteNodeObjects(core, KUBELET_NODE);
+  for (const d of [root, pki, logs]) mkdirSync(d, { recursive: true });
+  writeFileSync(config, kubeletConfig(env.containerdSock, logs, maxPods));
+  const log = openSync(logFile, 'w');
+  const child: ChildProcess = spawn(bin.path, ['--config', config, '--kubeconfig', env.kubeconfig, '--hostname-override', KUBELET_NODE, '--root-dir', root, '--cert-dir', pki], { stdio: ['ignore', log, log] });
+  closeSync(log);
+  const pid = child.pid!;
+  writeFileSync(pidFile, String(pid));
+  // If the bench dies, its kubelet does not outlive it.
+  const onExit = () => {
+    if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
+  };
+  process.once('exit', onExit);
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  await eventually(`the kubelet's node ${KUBELET_NODE} to be Ready (log ${logFile})`, 60_000, async () => {
+    if (exited) throw new Error(`the kubelet exited; log: ${logFile}`);
+    const node = await core.readNode({ name: KUBELET_NODE }).catch(() => undefined);
+    return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+  }, 250);
+  return {
+    node: KUBELET_NODE,
+    pid,
+    version: bin.version,
+    logFile,
+    async stop() {
+      await stopPid(pid, 15_000);
+      process.removeListener('exit', onExit);
+      if (existsSync(pidFile)) unlinkSync(pidFile);
+      const left = await sweepBenchSandboxes(env.runtimeEndpoint, () => false);
+      if (left > 0) console.error(`bench: ${left} pod sandboxes of other agents are in containerd after the kubelet`);
+      await releaseRoot(root);
+      // Symlinks the kubelet keeps in /var/log/containers to its pods' logs.
+      try {
+        for (const f of readdirSync('/var/log/containers')) {
+          const p = join('/var/log/containers', f);
+          try {
+            if (readlinkSync(p).startsWith(`${logs}/`)) unlinkSync(p);
+          } catch {
+            /* not a symlink */
+          }
+        }
+      } catch {
+        /* no such directory */
+      }
+      rmSync(logs, { recursive: true, force: true });
+      await deleteNodeObjects(core, KUBELET_NODE);
+    },
+  };
+}
+
+/** Unmounts what the kubelet left under its root-dir (its own bind mount of it, pods' volumes), then empties it. */
+async function releaseRoot(root: string): Promise<void> {
+  for (const m of mountsUnder(root)) {
+    if (spawnSync('umount', [m]).status !== 0) spawnSync('umount', ['-l', m]);
+  }
+  const left = mountsUnder(root);
+  if (left.length > 0) throw new Error(`could not unmount ${left.join(', ')}`);
+  // A fresh root-dir each time: no checkpoints or pod directories of an earlier run.
+  rmSync(root, { recursive: true, force: true });
+}
+
+/** The Node and what the kubelet creates beside it (no controller-manager runs here to collect them). */
+export async function deleteNodeObjects(core: k8s.CoreV1Api, node: string): Promise<void> {
+  const env = clusterEnv();
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(env.kubeconfig);
+  await core.deleteNode({ name: node }).catch(() => undefined);
+  await kc.makeApiClient(k8s.StorageV1Api).deleteCSINode({ name: node }).catch(() => undefined);
+  await kc.makeApiClient(k8s.CoordinationV1Api).deleteNamespacedLease({ name: node, namespace: 'kube-node-lease' }).catch(() => undefined);
+}

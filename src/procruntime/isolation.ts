@@ -1,6 +1,8 @@
 // How a container's process is isolated: bubblewrap (new PID/IPC/UTS namespaces, the image's
 // root as /), or proot where namespaces cannot be created (an unprivileged container).
 import { execFileSync, spawnSync } from 'node:child_process';
+import { lstatSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ResolvedUser } from './users.js';
 
 export type Isolation = 'bubblewrap' | 'proot';
@@ -53,6 +55,43 @@ export interface LaunchSpec {
   capabilities?: CapabilityRequest;
   /** Who the process runs as; root with no groups when not given. */
   user?: ResolvedUser;
+  /** Paths hidden from the container (kubelet's defaults: /proc/kcore and the like), and made read-only. */
+  maskedPaths?: string[];
+  readonlyPaths?: string[];
+}
+
+/** A path in the container as the host can tell: /proc and /sys from the host's, the rest from the root. */
+function kindOf(rootfs: string, p: string): 'dir' | 'file' | undefined {
+  const onHost = p === '/proc' || p.startsWith('/proc/') || p === '/sys' || p.startsWith('/sys/');
+  try {
+    const st = onHost ? statSync(p) : lstatSync(join(rootfs, p));
+    // A link in the image could point anywhere on the host: such a path is left alone.
+    if (st.isSymbolicLink()) return undefined;
+    return st.isDirectory() ? 'dir' : 'file';
+  } catch {
+    return undefined; // not there: nothing to hide (as runc)
+  }
+}
+
+/**
+ * bubblewrap's arguments for masked and read-only paths, as runc does them: a masked directory
+ * gets an empty read-only tmpfs, a masked file /dev/null; a read-only path is bound onto itself
+ * read-only.
+ */
+export function pathArgs(s: Pick<LaunchSpec, 'rootfs' | 'maskedPaths' | 'readonlyPaths'>): string[] {
+  const args: string[] = [];
+  for (const p of s.readonlyPaths ?? []) {
+    const kind = kindOf(s.rootfs, p);
+    if (!kind) continue;
+    const onHost = p.startsWith('/proc/') || p.startsWith('/sys/');
+    args.push('--ro-bind', onHost ? p : join(s.rootfs, p), p);
+  }
+  for (const p of s.maskedPaths ?? []) {
+    const kind = kindOf(s.rootfs, p);
+    if (kind === 'dir') args.push('--tmpfs', p, '--remount-ro', p);
+    else if (kind === 'file') args.push('--ro-bind', '/dev/null', p);
+  }
+  return args;
 }
 
 export interface CapabilityRequest {
@@ -113,6 +152,7 @@ export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
     const args = [...prefix, 'bwrap', s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
     if (u.uid !== 0) args.push('--unshare-user', '--uid', String(u.uid), '--gid', String(u.gid));
     for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
+    args.push(...pathArgs(s));
     if (u.uid === 0) args.push(...capabilityArgs(s.capabilities));
     args.push('--die-with-parent', '--as-pid-1', '--json-status-fd', String(s.statusFd), '--chdir', s.cwd, '--clearenv');
     for (const [k, v] of s.env) args.push('--setenv', k, v);
@@ -151,7 +191,7 @@ export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: 
   const prefix = u.gid !== 0 || u.groups.length > 0 ? ['setpriv', `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'] : [];
   const args = [...prefix, 'nsenter', '-t', String(pid), '-u', '-i', '--', 'bwrap', '--pidns', String(pidnsFd), s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys'];
   for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
-  args.push(...capabilityArgs(s.capabilities), '--die-with-parent', '--chdir', s.cwd, '--clearenv');
+  args.push(...pathArgs(s), ...capabilityArgs(s.capabilities), '--die-with-parent', '--chdir', s.cwd, '--clearenv');
   for (const [k, v] of s.env) args.push('--setenv', k, v);
   args.push('--', ...cmd);
   // The runtime's PATH finds nsenter and bwrap; bwrap then clears it for the command.

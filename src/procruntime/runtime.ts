@@ -542,6 +542,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       statusFd: 3,
       readonlyRootfs: sc?.readonly_rootfs === true,
       user: c.user,
+      // Privileged containers see everything, as with runc.
+      maskedPaths: sc?.privileged ? [] : (sc?.masked_paths ?? []),
+      readonlyPaths: sc?.privileged ? [] : (sc?.readonly_paths ?? []),
       capabilities: { privileged: sc?.privileged === true, add: sc?.capabilities?.add_capabilities ?? [], drop: sc?.capabilities?.drop_capabilities ?? [] },
     };
     c.launch = spec;

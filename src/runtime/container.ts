@@ -130,10 +130,31 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
         capabilities: sc?.capabilities ? { add_capabilities: sc.capabilities.add ?? [], drop_capabilities: sc.capabilities.drop ?? [] } : null,
         namespace_options: input.sandboxConfig.linux?.security_context?.namespace_options ?? null,
         supplemental_groups: (podSc?.supplementalGroups ?? []).map(String),
+        // procMount Default hides and protects parts of /proc and /sys; Unmasked leaves them.
+        masked_paths: sc?.procMount === 'Unmasked' ? [] : DEFAULT_MASKED_PATHS,
+        readonly_paths: sc?.procMount === 'Unmasked' ? [] : DEFAULT_READONLY_PATHS,
       },
     },
   };
 }
+
+/** The kubelet's default masked paths (securitycontext.ConvertToRuntimeMaskedPaths). */
+export const DEFAULT_MASKED_PATHS = [
+  '/proc/asound',
+  '/proc/acpi',
+  '/proc/kcore',
+  '/proc/keys',
+  '/proc/latency_stats',
+  '/proc/timer_list',
+  '/proc/timer_stats',
+  '/proc/sched_debug',
+  '/proc/scsi',
+  '/sys/firmware',
+  '/sys/devices/virtual/powercap',
+];
+
+/** The kubelet's default read-only paths (securitycontext.ConvertToRuntimeReadonlyPaths). */
+export const DEFAULT_READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
 
 /** securityContext.privileged takes effect only where the node allows privileged containers. */
 export function calculatePrivileged(allowPrivileged: boolean, privileged: boolean | undefined): boolean {

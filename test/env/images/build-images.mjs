@@ -8,7 +8,7 @@
 // images of ours, not the upstream ones, so a reference pinned by upstream digest cannot be served.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync, copyFileSync, chmodSync, symlinkSync, renameSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync, copyFileSync, chmodSync, linkSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -80,7 +80,8 @@ function busybox(dir, version) {
   for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'var', 'root']) mkdirSync(join(dir, d), { recursive: true });
   chmodSync(join(dir, 'tmp'), 0o1777);
   place(busyboxBin, dir, 'bin/busybox');
-  for (const a of new Set(applets)) symlinkSync('busybox', join(dir, 'bin', a));
+  // Hard links, as busybox's own images have them (masking one applet then masks only that one).
+  for (const a of new Set(applets)) linkSync(join(dir, 'bin/busybox'), join(dir, 'bin', a));
   if (!applets.includes('pgrep')) {
     writeFileSync(join(dir, 'bin/pgrep'), PGREP);
     chmodSync(join(dir, 'bin/pgrep'), 0o755);

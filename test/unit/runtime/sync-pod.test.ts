@@ -31,6 +31,9 @@ test('a new pod: sandbox, then image check, create and start, with Pulled/Create
   assert.equal(c.config.log_path, 'c/0.log');
   assert.equal(c.config.labels!['io.kubernetes.pod.uid'], 'uid-1');
   assert.equal(c.config.annotations!['io.kubernetes.container.restartCount'], '0');
+  // The kubelet's default masked and read-only paths (procMount Default).
+  assert.ok(c.config.linux!.security_context!.masked_paths!.includes('/proc/kcore'));
+  assert.ok(c.config.linux!.security_context!.readonly_paths!.includes('/proc/sys'));
   const sb = [...runtime.sandboxes.values()][0]!;
   assert.equal(sb.config.log_directory, join(deps.podLogRoot, 'ns_web_uid-1'));
   assert.ok(existsSync(sb.config.log_directory!), 'the pod log directory is created');
@@ -165,4 +168,12 @@ test('GC before the pod sources are ready removes nothing of pods it cannot yet 
   const report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, false);
   assert.equal(report.containersRemoved, 0);
   assert.equal(runtime.containers.size, 1);
+});
+
+test('procMount Unmasked leaves /proc and /sys unmasked', async () => {
+  const { deps, runtime } = fakeDeps();
+  const p = pod({ containers: [{ name: 'c', image: 'nodelet.test/busybox:1', command: ['sh'], securityContext: { procMount: 'Unmasked' } }] });
+  await syncPod(deps, p, await status(deps, p));
+  const c = [...runtime.containers.values()][0]!;
+  assert.deepEqual([c.config.linux!.security_context!.masked_paths, c.config.linux!.security_context!.readonly_paths], [[], []]);
 });

@@ -13,7 +13,7 @@ import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
 import { ProcessRuntime } from '../procruntime/runtime.js';
 import { ProcessRuntimeServer } from '../procruntime/server.js';
 import { apiErrorMessage, httpCode, KubeClient } from '../kube/client.js';
-import { clientNodeWatch, PodReflector } from '../kube/reflector.js';
+import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
@@ -129,7 +129,7 @@ export class Agent implements PodSyncer {
     if (this.staticPods) this.mirrors = new MirrorPodManager(kube, opts.nodeName, () => this.nodeController?.nodeObject?.metadata?.uid, this.logger);
     this.reflector = new PodReflector({
       api: kube,
-      stream: clientNodeWatch(kube.config),
+      stream: restWatch(kube.rest),
       nodeName: opts.nodeName,
       clock: this.clock,
       logger: this.logger,

@@ -1,15 +1,10 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
-import * as k8s from '@kubernetes/client-node';
 import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import { ApiError, inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
 
-export class ApiError extends Error {
-  constructor(readonly code: number, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ApiError';
-  }
-}
+export { ApiError } from './rest.js';
 
-/** The HTTP status of a client-node error (0 when there was no response). */
+/** The HTTP status of a failed call (0 when there was no response). */
 export function httpCode(err: unknown): number {
   const e = err as { code?: unknown; statusCode?: unknown };
   if (typeof e?.code === 'number') return e.code;
@@ -57,102 +52,95 @@ export interface NodeApi {
   replaceLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
 }
 
+const MERGE_PATCH = 'application/merge-patch+json';
+const enc = encodeURIComponent;
+
 export class KubeClient implements PodApi, EventApi, NodeApi {
-  readonly core: k8s.CoreV1Api;
-  readonly coordination: k8s.CoordinationV1Api;
-  private readonly mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-
-  constructor(readonly config: k8s.KubeConfig) {
-    this.core = config.makeApiClient(k8s.CoreV1Api);
-    this.coordination = config.makeApiClient(k8s.CoordinationV1Api);
-  }
-
-  async getNode(name: string): Promise<V1Node | undefined> {
-    try {
-      return await this.core.readNode({ name });
-    } catch (err) {
-      if (httpCode(err) === 404) return undefined;
-      throw err;
-    }
-  }
-
-  createNode(node: V1Node): Promise<V1Node> {
-    return this.core.createNode({ body: node });
-  }
-
-  patchNode(name: string, patch: object): Promise<V1Node> {
-    return this.core.patchNode({ name, body: patch }, this.mergePatch);
-  }
-
-  patchNodeStatus(name: string, status: V1NodeStatus): Promise<V1Node> {
-    return this.core.patchNodeStatus({ name, body: { status } }, this.mergePatch);
-  }
-
-  async getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
-    try {
-      return await this.coordination.readNamespacedLease({ name, namespace });
-    } catch (err) {
-      if (httpCode(err) === 404) return undefined;
-      throw err;
-    }
-  }
-
-  createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.coordination.createNamespacedLease({ namespace, body: lease });
-  }
-
-  replaceLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace, body: lease });
-  }
+  constructor(readonly rest: RestClient) {}
 
   static fromFile(path: string): KubeClient {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(path);
-    return new KubeClient(kc);
+    return new KubeClient(new RestClient(loadKubeconfig(path)));
   }
 
   static inCluster(): KubeClient {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromCluster();
-    return new KubeClient(kc);
+    return new KubeClient(new RestClient(inClusterConnection()));
+  }
+
+  /** A GET that answers undefined for 404. */
+  private async getOrUndefined<T>(path: string): Promise<T | undefined> {
+    try {
+      return await this.rest.request<T>('GET', path);
+    } catch (err) {
+      if (httpCode(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  getNode(name: string): Promise<V1Node | undefined> {
+    return this.getOrUndefined(`/api/v1/nodes/${enc(name)}`);
+  }
+
+  createNode(node: V1Node): Promise<V1Node> {
+    return this.rest.request('POST', '/api/v1/nodes', { body: node });
+  }
+
+  patchNode(name: string, patch: object): Promise<V1Node> {
+    return this.rest.request('PATCH', `/api/v1/nodes/${enc(name)}`, { body: patch, contentType: MERGE_PATCH });
+  }
+
+  patchNodeStatus(name: string, status: V1NodeStatus): Promise<V1Node> {
+    return this.rest.request('PATCH', `/api/v1/nodes/${enc(name)}/status`, { body: { status }, contentType: MERGE_PATCH });
+  }
+
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    return this.getOrUndefined(`/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(name)}`);
+  }
+
+  createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return this.rest.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases`, { body: lease });
+  }
+
+  replaceLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
+    return this.rest.request('PUT', `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(lease.metadata!.name!)}`, { body: lease });
   }
 
   listPods(fieldSelector: string, resourceVersion?: string): Promise<V1PodList> {
-    return this.core.listPodForAllNamespaces({ fieldSelector, resourceVersion });
+    return this.rest.request('GET', '/api/v1/pods', { query: { fieldSelector, resourceVersion } });
+  }
+
+  getPod(namespace: string, name: string): Promise<V1Pod | undefined> {
+    return this.getOrUndefined(`/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`);
+  }
+
+  createPod(namespace: string, pod: V1Pod): Promise<V1Pod> {
+    return this.rest.request('POST', `/api/v1/namespaces/${enc(namespace)}/pods`, { body: pod });
   }
 
   patchPodStatus(namespace: string, name: string, uid: string, status: V1PodStatus): Promise<V1Pod> {
     // metadata.uid in the patch is a precondition: a recreated pod of the same name is left alone.
-    return this.core.patchNamespacedPodStatus({ name, namespace, body: { metadata: { uid }, status } }, this.mergePatch);
+    return this.rest.request('PATCH', `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}/status`, { body: { metadata: { uid }, status }, contentType: MERGE_PATCH });
   }
 
   async deletePod(namespace: string, name: string, uid: string): Promise<void> {
-    await this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid } } });
+    await this.rest.request('DELETE', `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`, {
+      query: { gracePeriodSeconds: 0 },
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid } },
+    });
   }
 
   createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event> {
-    return this.core.createNamespacedEvent({ namespace, body: event });
+    return this.rest.request('POST', `/api/v1/namespaces/${enc(namespace)}/events`, { body: event });
   }
 
   patchEvent(namespace: string, name: string, patch: object): Promise<CoreV1Event> {
-    return this.core.patchNamespacedEvent({ name, namespace, body: patch }, this.mergePatch);
+    return this.rest.request('PATCH', `/api/v1/namespaces/${enc(namespace)}/events/${enc(name)}`, { body: patch, contentType: MERGE_PATCH });
   }
 
-  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
-    try {
-      return await this.core.readNamespacedConfigMap({ name, namespace });
-    } catch (err) {
-      if (httpCode(err) === 404) return undefined;
-      throw new ApiError(httpCode(err), apiErrorMessage(err), { cause: err });
-    }
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    return this.getOrUndefined(`/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`);
   }
 
-  async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
-    try {
-      return await this.core.readNamespacedSecret({ name, namespace });
-    } catch (err) {
-      if (httpCode(err) === 404) return undefined;
-      throw new ApiError(httpCode(err), apiErrorMessage(err), { cause: err });
-    }
+  getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    return this.getOrUndefined(`/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`);
   }
 }

@@ -2,7 +2,7 @@
 // (computed every nodeStatusUpdateFrequency, patched when it changed or every
 // nodeStatusReportFrequency), and renews its Lease in kube-node-lease. API errors are retried with
 // backoff; nothing here ever stops the agent.
-import { V1MicroTime, type V1Lease, type V1Node, type V1NodeStatus } from '@kubernetes/client-node';
+import type { V1Lease, V1LeaseSpec, V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeService } from '../cri/services.js';
 import type { Logger } from '../observability/logger.js';
@@ -47,6 +47,11 @@ export async function runtimeHealth(runtime: RuntimeService): Promise<RuntimeHea
   } catch (err) {
     return { runtimeVersion, notReadyMessage: `container runtime is down: ${(err as Error).message}` };
   }
+}
+
+/** A MicroTime as the API server reads it: RFC 3339 with six fractional digits. */
+export function microTime(ms: number): V1LeaseSpec['renewTime'] {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as V1LeaseSpec['renewTime'];
 }
 
 export class NodeController {
@@ -187,7 +192,7 @@ export class NodeController {
   /** Renews (or creates) the node's Lease: holder the node, duration from config, owned by the Node. */
   async renewLease(): Promise<void> {
     const { config, api } = this.opts;
-    const now = new V1MicroTime(this.opts.clock.now());
+    const now = microTime(this.opts.clock.now());
     try {
       if (!this.lease) this.lease = await api.getLease(NODE_LEASE_NAMESPACE, config.nodeName);
       if (!this.lease) {

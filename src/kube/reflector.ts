@@ -1,12 +1,12 @@
 // The pod source: list + watch of the Pods bound to this node, with our own reflector rather than
-// client-node's informer (which stops for good on most errors). It resumes from the last
+// an informer (client-node's stops for good on most errors). It resumes from the last
 // resourceVersion, takes bookmarks, relists on 410 Gone, reconnects with capped jittered backoff,
 // restarts a watch that has gone quiet, and replays its cache to the handler every resync period.
-import * as k8s from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { apiErrorMessage, httpCode, type PodApi } from './client.js';
+import type { RestClient } from './rest.js';
 
 export interface PodHandler {
   onAdd(pod: V1Pod): void;
@@ -23,30 +23,9 @@ export interface WatchStream {
   watch(path: string, query: Record<string, string | number | boolean>, onEvent: (type: string, obj: unknown) => void): { done: Promise<void>; abort(): void };
 }
 
-/** WatchStream on client-node's Watch (it only parses the stream; reconnecting is ours). */
-export function clientNodeWatch(kc: k8s.KubeConfig): WatchStream {
-  const w = new k8s.Watch(kc);
-  return {
-    watch(path, query, onEvent) {
-      let abort: AbortController | undefined;
-      let aborted = false;
-      const done = new Promise<void>((resolve, reject) => {
-        w.watch(path, query, onEvent, (err) => (err && !aborted ? reject(err) : resolve()))
-          .then((a) => {
-            abort = a;
-            if (aborted) a.abort();
-          })
-          .catch(reject);
-      });
-      return {
-        done,
-        abort: () => {
-          aborted = true;
-          abort?.abort();
-        },
-      };
-    },
-  };
+/** WatchStream on our REST client (it only parses the stream; reconnecting is the reflector's). */
+export function restWatch(rest: RestClient): WatchStream {
+  return { watch: (path, query, onEvent) => rest.watch(path, query, onEvent) };
 }
 
 export interface ReflectorOptions {

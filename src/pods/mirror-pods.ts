@@ -39,9 +39,9 @@ export class MirrorPodManager {
     const name = pod.metadata!.name!;
     let existing: V1Pod | undefined;
     try {
-      existing = await this.kube.core.readNamespacedPod({ name, namespace });
+      existing = await this.kube.getPod(namespace, name);
     } catch (err) {
-      if (httpCode(err) !== 404) throw new Error(`read mirror pod ${namespace}/${name}: ${apiErrorMessage(err)}`);
+      throw new Error(`read mirror pod ${namespace}/${name}: ${apiErrorMessage(err)}`);
     }
     if (existing && existing.metadata?.annotations?.[ConfigMirrorAnnotation] === hash && !existing.metadata.deletionTimestamp) {
       this.mirrors.set(uid, { namespace, name, uid: existing.metadata.uid! });
@@ -55,18 +55,15 @@ export class MirrorPodManager {
       });
     }
     const nodeUID = this.nodeUID();
-    const created = await this.kube.core.createNamespacedPod({
-      namespace,
-      body: {
-        metadata: {
-          name,
-          namespace,
-          labels: pod.metadata?.labels,
-          annotations: { ...(pod.metadata?.annotations ?? {}), [ConfigMirrorAnnotation]: hash },
-          ownerReferences: nodeUID ? [{ apiVersion: 'v1', kind: 'Node', name: this.nodeName, uid: nodeUID, controller: true }] : undefined,
-        },
-        spec: pod.spec,
+    const created = await this.kube.createPod(namespace, {
+      metadata: {
+        name,
+        namespace,
+        labels: pod.metadata?.labels,
+        annotations: { ...(pod.metadata?.annotations ?? {}), [ConfigMirrorAnnotation]: hash },
+        ownerReferences: nodeUID ? [{ apiVersion: 'v1', kind: 'Node', name: this.nodeName, uid: nodeUID, controller: true }] : undefined,
       },
+      spec: pod.spec,
     });
     this.mirrors.set(uid, { namespace, name, uid: created.metadata!.uid! });
     this.logger.info('mirror pod created', { pod: `${namespace}/${name}`, uid: created.metadata!.uid, staticUID: uid });

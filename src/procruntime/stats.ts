@@ -54,45 +54,55 @@ function read(path: string): string | undefined {
   }
 }
 
+/** The memory files of one cgroup version: where usage and limit are, and memory.stat's keys. */
+interface MemoryLayout {
+  usage: string;
+  limit: string;
+  inactiveFile: string;
+  rss: string;
+  pgfault: string;
+  pgmajfault: string;
+}
+
+const V2: MemoryLayout = { usage: 'memory.current', limit: 'memory.max', inactiveFile: 'inactive_file', rss: 'anon', pgfault: 'pgfault', pgmajfault: 'pgmajfault' };
+const V1: MemoryLayout = {
+  usage: 'memory.usage_in_bytes',
+  limit: 'memory.limit_in_bytes',
+  inactiveFile: 'total_inactive_file',
+  rss: 'total_rss',
+  pgfault: 'total_pgfault',
+  pgmajfault: 'total_pgmajfault',
+};
+
+/** Memory figures into `s` from a cgroup directory; false when it has none. */
+function readMemory(dir: string, l: MemoryLayout, s: UsageSample): boolean {
+  const usage = read(join(dir, l.usage));
+  if (usage === undefined) return false;
+  const stat = parseFlatKeyed(read(join(dir, 'memory.stat')) ?? '');
+  s.memoryUsageBytes = Number(usage.trim());
+  s.workingSetBytes = workingSet(s.memoryUsageBytes, stat.get(l.inactiveFile));
+  s.rssBytes = stat.get(l.rss);
+  s.pageFaults = stat.get(l.pgfault);
+  s.majorPageFaults = stat.get(l.pgmajfault);
+  const limit = parseLimit(read(join(dir, l.limit)) ?? '');
+  if (limit !== undefined) s.availableBytes = Math.max(0, limit - s.workingSetBytes);
+  return true;
+}
+
 /** Usage from cgroup v2 files in `dir`. */
 export function readCgroupV2(dir: string): UsageSample | undefined {
-  const current = read(join(dir, 'memory.current'));
-  const cpu = read(join(dir, 'cpu.stat'));
-  if (current === undefined && cpu === undefined) return undefined;
   const s: UsageSample = {};
-  const usec = cpu ? parseFlatKeyed(cpu).get('usage_usec') : undefined;
+  const usec = parseFlatKeyed(read(join(dir, 'cpu.stat')) ?? '').get('usage_usec');
   if (usec !== undefined) s.cpuNs = BigInt(usec) * 1000n;
-  if (current !== undefined) {
-    const stat = parseFlatKeyed(read(join(dir, 'memory.stat')) ?? '');
-    s.memoryUsageBytes = Number(current.trim());
-    s.workingSetBytes = workingSet(s.memoryUsageBytes, stat.get('inactive_file'));
-    s.rssBytes = stat.get('anon');
-    s.pageFaults = stat.get('pgfault');
-    s.majorPageFaults = stat.get('pgmajfault');
-    const limit = parseLimit(read(join(dir, 'memory.max')) ?? '');
-    if (limit !== undefined) s.availableBytes = Math.max(0, limit - s.workingSetBytes);
-  }
-  return s;
+  return readMemory(dir, V2, s) || s.cpuNs !== undefined ? s : undefined;
 }
 
 /** Usage from cgroup v1 memory and cpuacct directories. */
 export function readCgroupV1(memoryDir: string, cpuacctDir: string | undefined): UsageSample | undefined {
-  const usage = read(join(memoryDir, 'memory.usage_in_bytes'));
-  const cpu = cpuacctDir ? read(join(cpuacctDir, 'cpuacct.usage')) : undefined;
-  if (usage === undefined && cpu === undefined) return undefined;
   const s: UsageSample = {};
-  if (cpu !== undefined && /^\d+$/.test(cpu.trim())) s.cpuNs = BigInt(cpu.trim());
-  if (usage !== undefined) {
-    const stat = parseFlatKeyed(read(join(memoryDir, 'memory.stat')) ?? '');
-    s.memoryUsageBytes = Number(usage.trim());
-    s.workingSetBytes = workingSet(s.memoryUsageBytes, stat.get('total_inactive_file'));
-    s.rssBytes = stat.get('total_rss');
-    s.pageFaults = stat.get('total_pgfault');
-    s.majorPageFaults = stat.get('total_pgmajfault');
-    const limit = parseLimit(read(join(memoryDir, 'memory.limit_in_bytes')) ?? '');
-    if (limit !== undefined) s.availableBytes = Math.max(0, limit - s.workingSetBytes);
-  }
-  return s;
+  const cpu = cpuacctDir ? read(join(cpuacctDir, 'cpuacct.usage'))?.trim() : undefined;
+  if (cpu !== undefined && /^\d+$/.test(cpu)) s.cpuNs = BigInt(cpu);
+  return readMemory(memoryDir, V1, s) || s.cpuNs !== undefined ? s : undefined;
 }
 
 /** Without cgroups: the init's own CPU time (children it reaped included) and resident set. */

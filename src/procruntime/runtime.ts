@@ -189,6 +189,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   private cgroups!: Cgroups;
   private ticker?: NodeJS.Timeout;
   private readonly offsetsSavedAt = new Map<string, number>();
+  /** When each running container's process was first seen gone (its exit code may follow). */
+  private readonly goneAt = new Map<string, number>();
   /** The last CPU reading of each container, for usage_nano_cores (a rate needs two readings). */
   private readonly lastCpu = new Map<string, { cpuNs: bigint; atNs: bigint }>();
   private readonly hostIP: string;
@@ -265,22 +267,30 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const now = Date.now();
     for (const c of this.containers.values()) {
       if (c.state !== 'CONTAINER_RUNNING') continue;
-      const exit = this.readExit(c);
+      // Under bubblewrap the exit code is looked for only once the process is gone (one read per
+      // running container per tick); its monitor writes it just after, so a gone process gets a
+      // second's grace. Under proot the PID is the monitor's own, which writes the code just before
+      // it ends.
       const alive = c.pid !== undefined && procStart(c.pid) === c.pidStart;
+      const exit = alive && c.isolation !== 'proot' ? undefined : this.readExit(c);
+      if (alive) this.goneAt.delete(c.id);
+      else if (!this.goneAt.has(c.id)) this.goneAt.set(c.id, now);
+      const ended = exit !== undefined || (!alive && now - this.goneAt.get(c.id)! >= 1000);
       const before = c.stdout.offset + c.stderr.offset;
-      forward(join(this.cdir(c.id), 'stdout'), 'stdout', c.logPath, c.stdout, now, exit !== undefined || !alive);
-      forward(join(this.cdir(c.id), 'stderr'), 'stderr', c.logPath, c.stderr, now, exit !== undefined || !alive);
+      forward(join(this.cdir(c.id), 'stdout'), 'stdout', c.logPath, c.stdout, now, ended);
+      forward(join(this.cdir(c.id), 'stderr'), 'stderr', c.logPath, c.stderr, now, ended);
       // Log offsets are saved at most once a second: a runtime that dies repeats at most that much.
       if (c.stdout.offset + c.stderr.offset !== before && now - (this.offsetsSavedAt.get(c.id) ?? 0) >= 1000) {
         this.offsetsSavedAt.set(c.id, now);
         void this.persistContainer(c).catch(() => undefined);
       }
-      if (exit !== undefined || !alive) {
+      if (ended) {
+        this.goneAt.delete(c.id);
         this.killLeftovers(c);
         c.state = 'CONTAINER_EXITED';
         c.finishedAt = nowNs();
         const oom = this.cgroups.oomKilled(c.id);
-        c.exitCode = exit ?? (alive ? 0 : 137);
+        c.exitCode = exit ?? 137;
         c.reason = oom ? 'OOMKilled' : exit === undefined ? 'Error' : c.exitCode === 0 ? 'Completed' : 'Error';
         if (exit === undefined) c.message = 'the container process is gone and its exit code was not recorded';
         void this.afterExit(c);
@@ -653,6 +663,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (alive()) signal('SIGKILL'); // the init of its PID namespace: everything in it goes
     const deadline = Date.now() + 10_000;
     while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // The monitor records the exit code a moment after the process ends; then the container is
+    // exited when this call returns (the grace the ticker gives is spent here).
+    const recorded = Date.now() + 1000;
+    while (this.readExit(c) === undefined && Date.now() < recorded) await new Promise((r) => setTimeout(r, 10));
+    if (!alive()) this.goneAt.set(c.id, 0);
     this.tick();
   }
 

@@ -29,7 +29,8 @@ if [ -d "$tasks" ]; then
       for p in $(cat "$procs"); do kill -KILL "$p" 2>/dev/null || true; done
     done
   done
-  left=$(for id in $(ls "$tasks"); do cat /sys/fs/cgroup/pids/k8s.io/"$id"/cgroup.procs 2>/dev/null; done | wc -l)
+  # (a task whose cgroup is already gone is not an error: cat's failure must not end the script)
+  left=$(for id in $(ls "$tasks"); do cat /sys/fs/cgroup/pids/k8s.io/"$id"/cgroup.procs 2>/dev/null || true; done | wc -l)
   [ "$left" -eq 0 ] || log "$left container processes could not be stopped"
 fi
 # Mounts containerd would have released through its shims (rootfs, shm) are released here.

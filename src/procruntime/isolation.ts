@@ -64,10 +64,12 @@ export interface LaunchSpec {
 function kindOf(rootfs: string, p: string): 'dir' | 'file' | undefined {
   const onHost = p === '/proc' || p.startsWith('/proc/') || p === '/sys' || p.startsWith('/sys/');
   try {
-    const st = onHost ? statSync(p) : lstatSync(join(rootfs, p));
-    // A link in the image could point anywhere on the host: such a path is left alone.
-    if (st.isSymbolicLink()) return undefined;
-    return st.isDirectory() ? 'dir' : 'file';
+    if (onHost) return statSync(p).isDirectory() ? 'dir' : 'file';
+    // A link in the image (the path itself or a directory on the way) could point anywhere on the
+    // host: such a path is left alone.
+    const parts = p.split('/').filter(Boolean);
+    for (let i = 1; i <= parts.length; i++) if (lstatSync(join(rootfs, ...parts.slice(0, i))).isSymbolicLink()) return undefined;
+    return lstatSync(join(rootfs, p)).isDirectory() ? 'dir' : 'file';
   } catch {
     return undefined; // not there: nothing to hide (as runc)
   }

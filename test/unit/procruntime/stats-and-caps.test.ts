@@ -98,3 +98,15 @@ test("the container's user by containerd's rules", async () => {
   assert.throws(() => resolveUser({ runAsUsername: 'nosuch' }, passwd, group), /user "nosuch" is not in the image's \/etc\/passwd/);
   assert.throws(() => resolveUser({ imageUser: '1000:nogroup' }, passwd, group), /group "nogroup" is not in the image's \/etc\/group/);
 });
+
+test('masked and read-only paths: a directory gets a read-only tmpfs, a file /dev/null; links in the image are left alone', async () => {
+  const { pathArgs } = await import('../../../src/procruntime/isolation.js');
+  const { mkdirSync, symlinkSync } = await import('node:fs');
+  const root = mkdtempSync(join(tmpdir(), 'rootfs-'));
+  mkdirSync(join(root, 'tmp'));
+  mkdirSync(join(root, 'bin'));
+  writeFileSync(join(root, 'bin/ls'), '');
+  symlinkSync('/etc', join(root, 'hostetc'));
+  const args = pathArgs({ rootfs: root, maskedPaths: ['/bin/ls', '/proc', '/nope', '/hostetc/passwd'], readonlyPaths: ['/tmp', '/hostetc'] });
+  assert.deepEqual(args, ['--ro-bind', join(root, 'tmp'), '/tmp', '--ro-bind', '/dev/null', '/bin/ls', '--tmpfs', '/proc', '--remount-ro', '/proc']);
+});

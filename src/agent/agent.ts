@@ -217,29 +217,25 @@ export class Agent implements PodSyncer {
       memoryCapacity: os.totalmem(),
     };
     this.port = await this.server.listen(this.config.address, this.config.port);
-    if (!this.kube) {
+    if (this.kube) {
+      this.nodeController = new NodeController({
+        api: this.kube,
+        runtime: this.cri,
+        config: this.config,
+        nodeIP: this.deps.nodeIP,
+        kubeletVersion: `v${NODELET_VERSION}-nodelet`,
+        port: () => this.port,
+        clock: this.clock,
+        logger: this.logger,
+      });
+      // Admission needs the node's allocatable: the node is registered before pods are taken.
+      await this.nodeController.start();
+    } else {
       this.logger.info('no API server configured: running standalone', { staticPodPath: this.config.staticPodPath || undefined });
       this.localNode = this.standaloneNode();
-      this.pleg.start();
-      this.staticPods?.start();
+      // No API list to wait for: the static pods are every source there is.
       this.sourcesReady = true;
-      this.every(2000, () => this.housekeeping());
-      this.every(60_000, () => this.collectGarbage());
-      this.logger.info('nodelet started', { node: this.config.nodeName, port: this.port });
-      return;
     }
-    this.nodeController = new NodeController({
-      api: this.kube,
-      runtime: this.cri,
-      config: this.config,
-      nodeIP: this.deps.nodeIP,
-      kubeletVersion: `v${NODELET_VERSION}-nodelet`,
-      port: () => this.port,
-      clock: this.clock,
-      logger: this.logger,
-    });
-    // Admission needs the node's allocatable: the node is registered before pods are taken.
-    await this.nodeController.start();
     this.pleg.start();
     this.reflector?.start();
     this.staticPods?.start();

@@ -77,7 +77,9 @@ export async function getPods(server: string, watch: boolean, out: (line: string
   const widths = columnWidths(rows);
   out(formatRows([HEADER, ...rows], widths));
   if (!watch) return;
-  const last = new Map(pods.map((p) => [p.metadata?.uid ?? '', podRow(p, now).slice(0, 4).join('|')]));
+  // What a watched line is compared on: every column but AGE.
+  const key = (row: string[]) => row.slice(0, 4).join('|');
+  const last = new Map(pods.map((p, i) => [p.metadata?.uid ?? '', key(rows[i]!)]));
   for (;;) {
     await new Promise((r) => setTimeout(r, 500));
     let current: V1Pod[];
@@ -88,10 +90,10 @@ export async function getPods(server: string, watch: boolean, out: (line: string
     }
     const t = Date.now();
     for (const p of current) {
-      const key = podRow(p, t).slice(0, 4).join('|');
-      if (last.get(p.metadata?.uid ?? '') === key) continue;
-      last.set(p.metadata?.uid ?? '', key);
-      out(formatRows([podRow(p, t)], widths));
+      const row = podRow(p, t);
+      if (last.get(p.metadata?.uid ?? '') === key(row)) continue;
+      last.set(p.metadata?.uid ?? '', key(row));
+      out(formatRows([row], widths));
     }
   }
 }

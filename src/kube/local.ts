@@ -18,7 +18,7 @@ export class LocalPodStatusStore implements PodApi {
   }
 
   async deletePod(_namespace: string, _name: string, uid: string): Promise<void> {
-    this.statuses.delete(uid);
+    this.forget(uid);
   }
 
   status(uid: string): V1PodStatus | undefined {

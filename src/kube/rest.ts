@@ -39,10 +39,10 @@ export class KubeconfigError extends Error {
   }
 }
 
-interface NamedEntry<T> {
+/** An entry of a kubeconfig's contexts, clusters or users list. */
+interface NamedEntry {
   name: string;
   [key: string]: unknown;
-  value?: T;
 }
 
 function fileToken(path: string): () => string | undefined {
@@ -64,7 +64,7 @@ export function loadKubeconfig(path: string): KubeConnection {
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) ? p : join(base, p));
   const find = (list: unknown, name: string, what: string, field: string) => {
-    const e = (Array.isArray(list) ? (list as Array<NamedEntry<unknown>>) : []).find((x) => x?.name === name);
+    const e = (Array.isArray(list) ? (list as NamedEntry[]) : []).find((x) => x?.name === name);
     if (!e || typeof e[field] !== 'object') throw new KubeconfigError(`kubeconfig ${path}: no ${what} named ${JSON.stringify(name)}`);
     return e[field] as Record<string, unknown>;
   };

@@ -56,7 +56,8 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
   for (const name of readdirSync(dir).sort()) {
     if (name.startsWith('.') || !/\.(ya?ml|json)$/.test(name)) continue;
     const file = join(dir, name);
-    if (!statSync(file).isFile()) continue;
+    const st = statSync(file);
+    if (!st.isFile()) continue;
     const text = readFileSync(file, 'utf8');
     const docs = parseAllDocuments(text);
     docs.forEach((d, i) => {
@@ -84,7 +85,7 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
           namespace: ns,
           uid: `${uid.slice(0, 8)}-${uid.slice(8, 12)}-${uid.slice(12, 16)}-${uid.slice(16, 20)}-${uid.slice(20)}`,
           annotations: { ...(pod.metadata!.annotations ?? {}), [ConfigSourceAnnotation]: 'file', [ConfigHashAnnotation]: uid },
-          creationTimestamp: new Date(statSync(file).mtimeMs),
+          creationTimestamp: new Date(st.mtimeMs),
         },
         spec: { ...pod.spec!, nodeName, restartPolicy: pod.spec!.restartPolicy ?? 'Always', terminationGracePeriodSeconds: pod.spec!.terminationGracePeriodSeconds ?? 30 },
       });

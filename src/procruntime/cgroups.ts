@@ -93,11 +93,12 @@ export function detectCgroups(): Cgroups {
     // its own, the container joins a cgroup there as well.
     const acctRoot = existsSync(join(ROOT, 'cpu', 'cpuacct.usage')) ? join(ROOT, 'cpu') : existsSync(join(ROOT, 'cpuacct', 'cpuacct.usage')) ? join(ROOT, 'cpuacct') : undefined;
     const acct = acctRoot ? join(acctRoot, PARENT) : undefined;
-    const separateAcct = acctRoot !== undefined && realpathSync(acctRoot) !== realpathSync(join(ROOT, 'cpu'));
+    // The cpuacct cgroups a container joins beside its cpu ones: only where it is a hierarchy of its own.
+    const ownAcct = acct && realpathSync(acctRoot!) !== realpathSync(join(ROOT, 'cpu')) ? acct : undefined;
     try {
       mkdirSync(mem, { recursive: true });
       mkdirSync(cpu, { recursive: true });
-      if (acct && separateAcct) mkdirSync(acct, { recursive: true });
+      if (ownAcct) mkdirSync(ownAcct, { recursive: true });
       return {
         mode: 'v1',
         detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
@@ -107,9 +108,9 @@ export function detectCgroups(): Cgroups {
           mkdirSync(m, { recursive: true });
           mkdirSync(c, { recursive: true });
           const procs = [join(m, 'cgroup.procs'), join(c, 'cgroup.procs')];
-          if (acct && separateAcct) {
-            mkdirSync(join(acct, id), { recursive: true });
-            procs.push(join(acct, id, 'cgroup.procs'));
+          if (ownAcct) {
+            mkdirSync(join(ownAcct, id), { recursive: true });
+            procs.push(join(ownAcct, id, 'cgroup.procs'));
           }
           if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
           if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
@@ -129,7 +130,7 @@ export function detectCgroups(): Cgroups {
           }
         },
         remove(id) {
-          for (const d of [join(mem, id), join(cpu, id), ...(acct && separateAcct ? [join(acct, id)] : [])]) {
+          for (const d of [join(mem, id), join(cpu, id), ...(ownAcct ? [join(ownAcct, id)] : [])]) {
             try {
               rmdirSync(d);
             } catch {

@@ -60,15 +60,29 @@ export interface LaunchSpec {
   readonlyPaths?: string[];
 }
 
+/**
+ * Whether a path in the image's root passes through a symbolic link (itself or a directory on the
+ * way, as far as it exists): such a link could point anywhere on the host, so the runtime, which
+ * resolves paths on the host, leaves that path alone.
+ */
+export function throughLink(rootfs: string, p: string): boolean {
+  const parts = p.split('/').filter(Boolean);
+  for (let i = 1; i <= parts.length; i++) {
+    try {
+      if (lstatSync(join(rootfs, ...parts.slice(0, i))).isSymbolicLink()) return true;
+    } catch {
+      return false; // not there: nothing below it can be a link
+    }
+  }
+  return false;
+}
+
 /** A path in the container as the host can tell: /proc and /sys from the host's, the rest from the root. */
 function kindOf(rootfs: string, p: string): 'dir' | 'file' | undefined {
   const onHost = p === '/proc' || p.startsWith('/proc/') || p === '/sys' || p.startsWith('/sys/');
   try {
     if (onHost) return statSync(p).isDirectory() ? 'dir' : 'file';
-    // A link in the image (the path itself or a directory on the way) could point anywhere on the
-    // host: such a path is left alone.
-    const parts = p.split('/').filter(Boolean);
-    for (let i = 1; i <= parts.length; i++) if (lstatSync(join(rootfs, ...parts.slice(0, i))).isSymbolicLink()) return undefined;
+    if (throughLink(rootfs, p)) return undefined;
     return lstatSync(join(rootfs, p)).isDirectory() ? 'dir' : 'file';
   } catch {
     return undefined; // not there: nothing to hide (as runc)
@@ -140,32 +154,61 @@ export function capabilityArgs(req: CapabilityRequest = {}): string[] {
   return ['--cap-drop', 'ALL', ...set.flatMap((c) => ['--cap-add', c])];
 }
 
-/** The command line that runs the container's process under the chosen isolation. */
-export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
-  if (isolation === 'bubblewrap') {
-    const u = s.user ?? { uid: 0, gid: 0, groups: [] };
-    // Another user or group: util-linux's setpriv switches to them before bubblewrap starts. A
-    // user other than root then has bubblewrap in a user namespace of its own (the process is that
-    // user on the host too), and no capabilities, as a non-root process in a container has.
-    const prefix =
-      u.uid !== 0 || u.gid !== 0 || u.groups.length > 0
-        ? ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--']
-        : [];
-    const args = [...prefix, 'bwrap', s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
-    if (u.uid !== 0) args.push('--unshare-user', '--uid', String(u.uid), '--gid', String(u.gid));
-    for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
-    args.push(...pathArgs(s));
-    if (u.uid === 0) args.push(...capabilityArgs(s.capabilities));
-    args.push('--die-with-parent', '--as-pid-1', '--json-status-fd', String(s.statusFd), '--chdir', s.cwd, '--clearenv');
-    for (const [k, v] of s.env) args.push('--setenv', k, v);
-    args.push('--', ...s.argv);
-    return args;
-  }
+const ROOT: ResolvedUser = { uid: 0, gid: 0, groups: [] };
+
+/**
+ * util-linux's setpriv switching to the container's user and groups before bubblewrap starts
+ * (nothing for root with no groups).
+ */
+function setprivArgs(u: ResolvedUser): string[] {
+  if (u.uid === 0 && u.gid === 0 && u.groups.length === 0) return [];
+  return ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'];
+}
+
+/** bubblewrap's view of the container: its root, /proc, /dev, /sys, the binds, masked and read-only paths. */
+function bwrapView(s: LaunchSpec): string[] {
+  const args = [s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys'];
+  for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
+  return [...args, ...pathArgs(s)];
+}
+
+/** bubblewrap's last arguments: working directory, the container's environment alone, the command. */
+function bwrapCommand(s: LaunchSpec, argv: string[]): string[] {
+  return ['--chdir', s.cwd, '--clearenv', ...s.env.flatMap(([k, v]) => ['--setenv', k, v]), '--', ...argv];
+}
+
+/** proot's arguments for the container's root, binds, working directory and (pretended) user. */
+function prootArgs(s: LaunchSpec, argv: string[]): string[] {
   const args = ['proot', '-r', s.rootfs, '-b', '/proc', '-b', '/dev', '-b', '/sys', '-w', s.cwd];
   // proot can only pretend: the process stays the runtime's user, seen as the one asked for.
   if (s.user && (s.user.uid !== 0 || s.user.gid !== 0)) args.push('-i', `${s.user.uid}:${s.user.gid}`);
   for (const m of s.mounts) args.push('-b', `${m.hostPath}:${m.containerPath}`);
-  return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...args, ...s.argv];
+  return [...args, ...argv];
+}
+
+/** The command line that runs the container's process under the chosen isolation. */
+export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
+  if (isolation === 'proot') return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...prootArgs(s, s.argv)];
+  const u = s.user ?? ROOT;
+  // A user other than root has bubblewrap in a user namespace of its own (the process is that
+  // user on the host too), and no capabilities, as a non-root process in a container has.
+  return [
+    ...setprivArgs(u),
+    'bwrap',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--hostname',
+    s.hostname,
+    ...(u.uid !== 0 ? ['--unshare-user', '--uid', String(u.uid), '--gid', String(u.gid)] : []),
+    ...bwrapView(s),
+    ...(u.uid === 0 ? capabilityArgs(s.capabilities) : []),
+    '--die-with-parent',
+    '--as-pid-1',
+    '--json-status-fd',
+    String(s.statusFd),
+    ...bwrapCommand(s, s.argv),
+  ];
 }
 
 /**
@@ -182,20 +225,27 @@ export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
  */
 export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[], pidnsFd: number): { argv: string[]; env: Record<string, string> } {
   const env = Object.fromEntries(s.env);
-  const u = s.user ?? { uid: 0, gid: 0, groups: [] };
-  if (isolation === 'proot') {
-    const launch = launchArgv('proot', { ...s, argv: cmd });
-    return { argv: launch.slice(launch.indexOf('proot')), env };
-  }
+  const u = s.user ?? ROOT;
+  if (isolation === 'proot') return { argv: prootArgs(s, cmd), env };
   if (u.uid !== 0) {
     return { argv: ['nsenter', '-t', String(pid), '-U', '-S', String(u.uid), '-G', String(u.gid), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd], env };
   }
-  const prefix = u.gid !== 0 || u.groups.length > 0 ? ['setpriv', `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'] : [];
-  const args = [...prefix, 'nsenter', '-t', String(pid), '-u', '-i', '--', 'bwrap', '--pidns', String(pidnsFd), s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys'];
-  for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
-  args.push(...pathArgs(s), ...capabilityArgs(s.capabilities), '--die-with-parent', '--chdir', s.cwd, '--clearenv');
-  for (const [k, v] of s.env) args.push('--setenv', k, v);
-  args.push('--', ...cmd);
+  const argv = [
+    ...setprivArgs(u),
+    'nsenter',
+    '-t',
+    String(pid),
+    '-u',
+    '-i',
+    '--',
+    'bwrap',
+    '--pidns',
+    String(pidnsFd),
+    ...bwrapView(s),
+    ...capabilityArgs(s.capabilities),
+    '--die-with-parent',
+    ...bwrapCommand(s, cmd),
+  ];
   // The runtime's PATH finds nsenter and bwrap; bwrap then clears it for the command.
-  return { argv: args, env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
+  return { argv, env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
 }

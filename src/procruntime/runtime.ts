@@ -5,7 +5,7 @@
 // sandboxes and containers again, running processes included (by PID and start time).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, lstatSync, openSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
 import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -38,7 +38,7 @@ import { hostIPv4 } from '../util/net.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore, type StoredImage } from './image-store.js';
-import { detectIsolation, execArgv, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
+import { detectIsolation, execArgv, launchArgv, throughLink, type Isolation, type LaunchSpec } from './isolation.js';
 import { forward, type StreamState } from './log-forwarder.js';
 import { diskUsage, nanoCores, readProc, type UsageSample } from './stats.js';
 import { resolveUser, type ResolvedUser } from './users.js';
@@ -150,17 +150,9 @@ function missingExecutable(rootfs: string, cmd: string, path: string, cwd: strin
 /** Creates the mount point for `hostPath` at `containerPath` inside `rootfs`: a directory, or an empty file. */
 async function makeMountPoint(rootfs: string, hostPath: string, containerPath: string): Promise<void> {
   const target = join(rootfs, containerPath);
-  if (existsSync(target)) return;
-  // A symlink on the way could lead out of the container's root: bubblewrap, which resolves it
-  // inside the sandbox, is left to make that one.
-  const parts = containerPath.split('/').filter(Boolean);
-  for (let i = 1; i < parts.length; i++) {
-    try {
-      if (lstatSync(join(rootfs, ...parts.slice(0, i))).isSymbolicLink()) return;
-    } catch {
-      break; // does not exist yet: nothing below it can be a link
-    }
-  }
+  // Through a link the mount point could land outside the container's root: bubblewrap, which
+  // resolves it inside the sandbox, is left to make that one.
+  if (existsSync(target) || throughLink(rootfs, containerPath)) return;
   try {
     if (statSync(hostPath).isDirectory()) await mkdir(target, { recursive: true });
     else {
@@ -170,6 +162,21 @@ async function makeMountPoint(rootfs: string, hostPath: string, containerPath: s
   } catch {
     /* bubblewrap reports what it cannot mount */
   }
+}
+
+/** PATH for a container whose image sets none (the OCI default). */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** The CRI mounts of a container as binds. */
+function criMounts(config: ContainerConfig): LaunchSpec['mounts'] {
+  return (config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
+}
+
+/** Creates the container's CRI log file (and its directory), empty, if it is not there. */
+async function touchLog(logPath: string): Promise<void> {
+  if (!logPath) return;
+  await mkdir(dirname(logPath), { recursive: true });
+  await appendFile(logPath, '');
 }
 
 function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {
@@ -530,10 +537,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       const eq = e.indexOf('=');
       if (eq > 0) env.set(e.slice(0, eq), e.slice(eq + 1));
     }
-    if (!env.has('PATH')) env.set('PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
+    if (!env.has('PATH')) env.set('PATH', DEFAULT_PATH);
     env.set('HOSTNAME', s.config.hostname || s.config.metadata?.name || 'pod');
     for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
-    const mounts = (c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
+    const mounts = criMounts(c.config);
     if (existsSync('/etc/resolv.conf')) mounts.push({ hostPath: '/etc/resolv.conf', containerPath: '/etc/resolv.conf', readonly: true });
     const dir = this.cdir(c.id);
     // As runc: a command that is not there fails the start, rather than a container that exits at once.
@@ -610,10 +617,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       await new Promise((r) => setTimeout(r, 5));
     }
     // As containerd: the log file is there once the container has started, output or not.
-    if (c.logPath) {
-      await mkdir(dirname(c.logPath), { recursive: true });
-      await appendFile(c.logPath, '');
-    }
+    await touchLog(c.logPath);
     c.state = 'CONTAINER_RUNNING';
     c.startedAt = nowNs();
     c.isolation = this.isolation;
@@ -738,10 +742,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_RUNNING') throw new FailedPreconditionError(`container ${c.id} is not running`);
     // Lines are appended by path, so a rotated log is written anew anyway; the new file exists at once.
-    if (c.logPath) {
-      await mkdir(dirname(c.logPath), { recursive: true });
-      await appendFile(c.logPath, '');
-    }
+    await touchLog(c.logPath);
   }
 
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
@@ -752,14 +753,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const spec: LaunchSpec = c.launch ?? {
       rootfs: join(this.cdir(c.id), 'rootfs'),
       argv: [],
-      env: [['PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin']],
+      env: [['PATH', DEFAULT_PATH]],
       cwd: c.config.working_dir || '/',
       hostname: '',
-      mounts: (c.config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true })),
+      mounts: criMounts(c.config),
       statusFd: 3,
       user: c.user,
     };
-    let pidns: number | undefined;
+    // The container's PID namespace, held open for bubblewrap to join (and proof it still runs).
+    let pidns: number;
     try {
       pidns = openSync(`/proc/${c.pid}/ns/pid`, 'r');
     } catch {
@@ -770,7 +772,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       // A group of its own: on timeout the whole group goes, nsenter's forked child included
       // (killing nsenter alone would leave the command running and its pipes open).
       const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns], env, detached: true });
-      closeSync(pidns!);
+      closeSync(pidns);
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       let timedOut = false;

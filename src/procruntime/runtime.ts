@@ -278,7 +278,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       // running container per tick); its monitor writes it just after, so a gone process gets a
       // second's grace. Under proot the PID is the monitor's own, which writes the code just before
       // it ends.
-      const alive = c.pid !== undefined && procStart(c.pid) === c.pidStart;
+      const alive = this.running(c);
       const exit = alive && c.isolation !== 'proot' ? undefined : this.readExit(c);
       if (alive) this.goneAt.delete(c.id);
       else if (!this.goneAt.has(c.id)) this.goneAt.set(c.id, now);
@@ -316,6 +316,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     } catch {
       /* none left */
     }
+  }
+
+  /**
+   * Whether the container's process still runs: its PID with the start time recorded at start. A
+   * process gone before its start time could be read is not running (an unknown start time must
+   * not compare equal to the unknown start time of a PID that is gone).
+   */
+  private running(c: ContainerRecord): boolean {
+    return c.pid !== undefined && c.pidStart !== undefined && procStart(c.pid) === c.pidStart;
   }
 
   private readExit(c: ContainerRecord): number | undefined {
@@ -639,7 +648,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
-    const alive = () => procStart(c.pid!) === c.pidStart && this.readExit(c) === undefined;
+    const alive = () => this.running(c) && this.readExit(c) === undefined;
     // Under proot the PID is the monitor shell's, the leader of the container's process group.
     const target = c.isolation === 'proot' ? -c.pid : c.pid;
     const signal = (sig: NodeJS.Signals) => {

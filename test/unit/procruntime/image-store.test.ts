@@ -33,7 +33,8 @@ function archive(name: string, ref: string, layers: Array<Record<string, string 
       }
     }
     const tar = join(work, `${name}-l${i}.tar`);
-    execFileSync('tar', ['--sort=name', '-cf', tar, '-C', root, '.']);
+    // Fixed times and owners: the same files make the same layer digest whenever they are written.
+    execFileSync('tar', ['--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '-cf', tar, '-C', root, '.']);
     return blob(readFileSync(tar));
   });
   const cfg = blob(Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config, rootfs: { type: 'layers', diff_ids: layerDescs.map((l) => l.digest) } })));

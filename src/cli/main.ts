@@ -131,7 +131,7 @@ async function runtimeReset(args: string[]): Promise<void> {
   const { values } = options(args, ['root']);
   const { ProcessRuntime } = await import('../procruntime/runtime.js');
   const runtime = new ProcessRuntime({ root: values.root ?? DEFAULT_PROCESS_ROOT });
-  await runtime.start();
+  await runtime.start(true);
   for (const sb of await runtime.listPodSandbox()) {
     await runtime.stopPodSandbox(sb.id);
     await runtime.removePodSandbox(sb.id);

@@ -40,7 +40,7 @@ import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, N
 import { ImageStore, type StoredImage } from './image-store.js';
 import { detectIsolation, execArgv, launchArgv, throughLink, type Isolation, type LaunchSpec } from './isolation.js';
 import { forward, type StreamState } from './log-forwarder.js';
-import { diskUsage, nanoCores, readProc, type UsageSample } from './stats.js';
+import { DiskUsageCache, nanoCores, readProc, type UsageSample } from './stats.js';
 import { resolveUser, type ResolvedUser } from './users.js';
 
 const run = promisify(execFile);
@@ -200,6 +200,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   private readonly goneAt = new Map<string, number>();
   /** The last CPU reading of each container, for usage_nano_cores (a rate needs two readings). */
   private readonly lastCpu = new Map<string, { cpuNs: bigint; atNs: bigint }>();
+  private readonly layerUsage = new DiskUsageCache(10_000);
   private readonly hostIP: string;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
 
@@ -209,12 +210,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.log = opts.log ?? (() => undefined);
   }
 
-  /** Loads persisted state, probes isolation and cgroups, and starts watching containers. */
-  async start(): Promise<void> {
+  /**
+   * Loads persisted state, probes isolation and cgroups, and starts watching containers.
+   * `forCleanup` skips the isolation probe: stopping and removing need no way to launch.
+   */
+  async start(forCleanup = false): Promise<void> {
     await mkdir(join(this.opts.root, 'sandboxes'), { recursive: true });
     await mkdir(join(this.opts.root, 'containers'), { recursive: true });
     await this.images.load();
-    const iso = detectIsolation(this.opts.isolation);
+    const iso = forCleanup ? { detail: 'not probed: started to clean up only' } : detectIsolation(this.opts.isolation);
     this.isolation = iso.isolation;
     this.isolationDetail = iso.detail;
     this.cgroups = detectCgroups();
@@ -691,6 +695,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
     this.containers.delete(c.id);
+    this.lastCpu.delete(c.id);
+    this.layerUsage.forget(c.id);
     this.cgroups.remove(c.id);
     await rm(this.cdir(c.id), { recursive: true, force: true });
   }
@@ -815,7 +821,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return this.cgroups.usage(c.id) ?? readProc(c.pid);
   }
 
-  private statsOf(c: ContainerRecord): ContainerStats {
+  private async statsOf(c: ContainerRecord): Promise<ContainerStats> {
     const ts = nowNs();
     const u = this.usage(c);
     const v = (n: number | bigint | undefined) => (n === undefined ? null : { value: String(n) });
@@ -825,7 +831,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       nano = nanoCores(this.lastCpu.get(c.id), cur);
       this.lastCpu.set(c.id, cur);
     }
-    const layer = diskUsage(join(this.cdir(c.id), c.rootfsMounted ? 'upper' : 'rootfs'));
+    const layer = await this.layerUsage.get(c.id, join(this.cdir(c.id), c.rootfsMounted ? 'upper' : 'rootfs'));
     return {
       attributes: { id: c.id, metadata: c.config.metadata, labels: c.config.labels ?? {}, annotations: c.config.annotations ?? {} },
       // A container that is not running uses nothing: the readings are there, with zero values.
@@ -848,15 +854,16 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
-    return [...this.containers.values()]
-      .filter((c) => (!filter?.id || c.id.startsWith(filter.id)) && (!filter?.pod_sandbox_id || c.sandboxId.startsWith(filter.pod_sandbox_id)) && matchLabels(c.config.labels, filter?.label_selector))
-      .map((c) => this.statsOf(c));
+    const chosen = [...this.containers.values()].filter(
+      (c) => (!filter?.id || c.id.startsWith(filter.id)) && (!filter?.pod_sandbox_id || c.sandboxId.startsWith(filter.pod_sandbox_id)) && matchLabels(c.config.labels, filter?.label_selector),
+    );
+    return Promise.all(chosen.map((c) => this.statsOf(c)));
   }
 
   /** A sandbox's usage is the sum of its containers' (it has no process of its own). */
-  private sandboxStatsOf(s: SandboxRecord): PodSandboxStats {
+  private async sandboxStatsOf(s: SandboxRecord): Promise<PodSandboxStats> {
     const ts = nowNs();
-    const containers = [...this.containers.values()].filter((c) => c.sandboxId === s.id).map((c) => this.statsOf(c));
+    const containers = await Promise.all([...this.containers.values()].filter((c) => c.sandboxId === s.id).map((c) => this.statsOf(c)));
     const sum = (get: (x: ContainerStats) => { value?: unknown } | null | undefined) =>
       ({ value: String(containers.reduce((acc, x) => acc + BigInt(String(get(x)?.value ?? 0)), 0n)) });
     const running = [...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING');
@@ -886,7 +893,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
-    return [...this.sandboxes.values()].filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && matchLabels(s.config.labels, filter?.label_selector)).map((s) => this.sandboxStatsOf(s));
+    const chosen = [...this.sandboxes.values()].filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && matchLabels(s.config.labels, filter?.label_selector));
+    return Promise.all(chosen.map((s) => this.sandboxStatsOf(s)));
   }
 
   // ImageService

@@ -1,6 +1,7 @@
 // Resource usage of the process runtime's containers, for CRI's stats calls: read from the
 // container's cgroups where it has them, else from its init process in /proc.
-import { readFileSync, readdirSync, lstatSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** One reading of a container's usage. Fields the host cannot tell are left out. */
@@ -124,15 +125,24 @@ export function readProc(pid: number, clockTicksPerSecond = 100, pageSize = 4096
   };
 }
 
-/** Bytes and inodes used under `dir` (a container's writable layer), not crossing into mounts. */
-export function diskUsage(dir: string): { bytes: number; inodes: number } {
+export interface DiskUsage {
+  bytes: number;
+  inodes: number;
+}
+
+/**
+ * Bytes and inodes used under `dir` (a container's writable layer), not crossing into mounts.
+ * Asynchronous: a private copy of an image can hold thousands of files, and the runtime's
+ * other calls must not wait behind the walk.
+ */
+export async function diskUsage(dir: string): Promise<DiskUsage> {
   let bytes = 0;
   let inodes = 0;
   let dev: number | undefined;
-  const walk = (p: string) => {
+  const walk = async (p: string): Promise<void> => {
     let st;
     try {
-      st = lstatSync(p);
+      st = await lstat(p);
     } catch {
       return;
     }
@@ -143,12 +153,39 @@ export function diskUsage(dir: string): { bytes: number; inodes: number } {
     if (!st.isDirectory()) return;
     let names: string[] = [];
     try {
-      names = readdirSync(p);
+      names = await readdir(p);
     } catch {
       return;
     }
-    for (const n of names) walk(join(p, n));
+    for (const n of names) await walk(join(p, n));
   };
-  walk(dir);
+  await walk(dir);
   return { bytes, inodes };
+}
+
+/**
+ * Writable-layer usage, measured at most once per `maxAgeMs` for each container, as containerd
+ * collects its snapshot usage on a period (stats_collect_period, 10 s) rather than on every call.
+ * Callers that ask while a walk is under way share it.
+ */
+export class DiskUsageCache {
+  private readonly entries = new Map<string, { at: number; value: Promise<DiskUsage> }>();
+
+  constructor(
+    private readonly maxAgeMs: number,
+    private readonly now: () => number = Date.now,
+    private readonly measure: (dir: string) => Promise<DiskUsage> = diskUsage,
+  ) {}
+
+  get(key: string, dir: string): Promise<DiskUsage> {
+    const e = this.entries.get(key);
+    if (e && this.now() - e.at < this.maxAgeMs) return e.value;
+    const value = this.measure(dir);
+    this.entries.set(key, { at: this.now(), value });
+    return value;
+  }
+
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
 }

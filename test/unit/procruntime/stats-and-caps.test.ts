@@ -1,11 +1,11 @@
 // The process runtime's pure pieces: usage parsing for the stats calls, and the capability set.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { capabilityArgs, DEFAULT_CAPABILITIES } from '../../../src/procruntime/isolation.js';
-import { diskUsage, nanoCores, parseFlatKeyed, parseLimit, readCgroupV1, readCgroupV2, readProc, workingSet } from '../../../src/procruntime/stats.js';
+import { diskUsage, DiskUsageCache, nanoCores, parseFlatKeyed, parseLimit, readCgroupV1, readCgroupV2, readProc, workingSet } from '../../../src/procruntime/stats.js';
 
 test('flat keyed files, limits and the working set', () => {
   const m = parseFlatKeyed('usage_usec 1500\nuser_usec 1000\nnr_periods 0\nbogus line here\n');
@@ -63,12 +63,36 @@ test('without cgroups: the process itself, from /proc', () => {
   assert.equal(readProc(2 ** 22 + 1), undefined);
 });
 
-test('disk usage of a writable layer counts its files', () => {
+test('disk usage of a writable layer counts its files', async () => {
   const d = mkdtempSync(join(tmpdir(), 'du-'));
   writeFileSync(join(d, 'a'), Buffer.alloc(10_000, 1));
-  const u = diskUsage(d);
-  assert.equal(u.inodes, 2);
+  mkdirSync(join(d, 'sub'));
+  writeFileSync(join(d, 'sub/b'), 'b');
+  const u = await diskUsage(d);
+  assert.equal(u.inodes, 4);
   assert.ok(u.bytes >= 10_000);
+});
+
+test('writable-layer usage is measured at most once per period, and callers during a walk share it', async () => {
+  const d = mkdtempSync(join(tmpdir(), 'du-cache-'));
+  let t = 0;
+  let walks = 0;
+  const cache = new DiskUsageCache(10_000, () => t, (dir) => {
+    walks++;
+    return diskUsage(dir);
+  });
+  const [a, b] = await Promise.all([cache.get('c1', d), cache.get('c1', d)]);
+  assert.equal(walks, 1);
+  assert.deepEqual(a, b);
+  writeFileSync(join(d, 'new'), Buffer.alloc(8192, 1));
+  t = 9_999;
+  assert.equal((await cache.get('c1', d)).inodes, 1, 'within the period: the last reading');
+  t = 10_000;
+  assert.equal((await cache.get('c1', d)).inodes, 2, 'after it: measured again');
+  assert.equal(walks, 2);
+  cache.forget('c1');
+  await cache.get('c1', d);
+  assert.equal(walks, 3, 'a removed container is not remembered');
 });
 
 test("capabilities by containerd's rules", () => {

@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-NODE_BIN := node_modules/.bin
 
 run:
 	hack/run.sh
@@ -25,7 +24,7 @@ setup:
 	hack/install-deps.sh
 
 build: node_modules
-	$(NODE_BIN)/tsc -p tsconfig.json
+	hack/build.sh
 
 node_modules: package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error

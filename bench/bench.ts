@@ -294,7 +294,7 @@ function processRoot(tag: string): string {
 
 /** `nodelet runtime reset`: stops and removes whatever is left in a process runtime's state. */
 function resetProcessRuntime(root: string): void {
-  const r = spawnSync(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+  const r = spawnSync(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
   if (r.status !== 0) console.error(`bench: nodelet runtime reset --root ${root} exited ${r.status}`);
 }
 

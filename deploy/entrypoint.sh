@@ -35,4 +35,4 @@ TOML
 
 containerd --config "$STATE/config.toml" &
 for _ in $(seq 1 100); do [ -S "$RUN/containerd.sock" ] && break; sleep 0.1; done
-exec node /opt/nodelet/dist/src/cli/main.js run "$@"
+exec /opt/nodelet/dist/src/cli/main.js run "$@"

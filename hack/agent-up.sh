@@ -11,7 +11,7 @@ PORT=${PORT:-10250}
 name="agent-$NODE"
 if pid=$(pid_of "$name"); then log "$name already running (pid $pid)"; exit 0; fi
 [ -f "$TOP/dist/src/cli/main.js" ] || { echo "agent-up: build first (make build)" >&2; exit 1; }
-setsid node "$TOP/dist/src/cli/main.js" run --node-name "$NODE" --kubeconfig "$KUBECONFIG" \
+setsid "$TOP/dist/src/cli/main.js" run --node-name "$NODE" --kubeconfig "$KUBECONFIG" \
   --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --pod-log-root "$NODELET_POD_LOG_ROOT" \
   --port "$PORT" --log-format json ${NODELET_FLAGS:-} >>"$CLUSTER_DIR/$name.log" 2>&1 </dev/null &
 echo $! >"$CLUSTER_DIR/$name.pid"

@@ -12,9 +12,9 @@ out="$CLUSTER_DIR/critest"
 rm -rf "$out" && mkdir -p "$out/images"
 node "$TOP/test/env/images/build-images.mjs" "$out/images" - "${BUSYBOX:-/bin/busybox}" --critest >/dev/null
 sock="$RUN_DIR/critest-process.sock"
-node "$TOP/dist/src/cli/main.js" runtime serve --socket "$sock" --root "$out/root" --images-dir "$out/images" --log-format json >"$out/runtime.log" 2>&1 &
+"$TOP/dist/src/cli/main.js" runtime serve --socket "$sock" --root "$out/root" --images-dir "$out/images" --log-format json >"$out/runtime.log" 2>&1 &
 rt=$!
-trap 'kill -TERM $rt 2>/dev/null; wait $rt 2>/dev/null; node "$TOP/dist/src/cli/main.js" runtime reset --root "$out/root"' EXIT
+trap 'kill -TERM $rt 2>/dev/null; wait $rt 2>/dev/null; "$TOP/dist/src/cli/main.js" runtime reset --root "$out/root"' EXIT
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 cat >"$out/images.yaml" <<YAML
 defaultTestContainerImage: nodelet.test/busybox:1

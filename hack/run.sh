@@ -10,14 +10,14 @@ cd "$top"
 RUN_DIR=$(realpath -m "${NODELET_RUN_DIR:-$top/.run}")
 PORT=${NODELET_RUN_PORT:-10255}
 "$here/install-deps.sh" --runtime-only
-node_modules/.bin/tsc -p tsconfig.json
+"$here/build.sh"
 mkdir -p "$RUN_DIR/images" "$RUN_DIR/logs"
 if [ ! -f "$RUN_DIR/images/busybox_2.tar" ] || [ "$top/test/env/images/build-images.mjs" -nt "$RUN_DIR/images/busybox_2.tar" ]; then
   node test/env/images/build-images.mjs "$RUN_DIR/images" - /bin/busybox >/dev/null
 fi
 
 export NODELET_RUN_NODE=${NODELET_RUN_NODE:-$(hostname | tr 'A-Z_' 'a-z-')} NODELET_RUN_DIR="$RUN_DIR" NODELET_RUN_PODS=${NODELET_RUN_PODS:-$top/examples/pods}
-nodelet=(node "$top/dist/src/cli/main.js")
+nodelet=("$top/dist/src/cli/main.js")
 setsid "${nodelet[@]}" run --config "$top/examples/nodelet.yaml" --port "$PORT" >>"$RUN_DIR/nodelet.log" 2>&1 </dev/null &
 agent=$!
 echo "$agent" >"$RUN_DIR/nodelet.pid"

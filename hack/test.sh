@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$(dirname "$here")"
 "$here/install-deps.sh"
-node_modules/.bin/tsc -p tsconfig.json
+"$here/build.sh"
 trap '"$here/cluster-down.sh"' EXIT
 "$here/cluster-up.sh"
 # Integration tests share one containerd and one API server: files run one at a time.

@@ -80,7 +80,7 @@ test('static pods: started from a manifest, restarted with the new spec when it 
     assert.ok(containers().some((c) => c.config.labels['io.kubernetes.pod.name'] === 'other-standalone-test' && c.state === 'CONTAINER_RUNNING'), 'the other pod runs on');
   } finally {
     await agent.stop();
-    const reset = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'reset', '--root', join(dir, 'process')], { stdio: 'ignore' });
+    const reset = spawn(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', join(dir, 'process')], { stdio: 'ignore' });
     await new Promise((r) => reset.once('exit', r));
   }
 });

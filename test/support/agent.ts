@@ -29,9 +29,8 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
   const logFile = join(logDir, `${nodeName}.log`);
   const out = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(
-    process.execPath,
+    join(projectRoot, 'dist/src/cli/main.js'),
     [
-      join(projectRoot, 'dist/src/cli/main.js'),
       'run',
       '--node-name', nodeName,
       '--kubeconfig', env.kubeconfig,

@@ -44,7 +44,7 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
   const launch = async (): Promise<ChildProcess> => {
     // Its log goes to a file beside its state, not into the test report.
     const log = openSync(join(dir, 'runtime.log'), 'a');
-    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json', ...extraArgs], {
+    const child = spawn(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json', ...extraArgs], {
       stdio: ['ignore', log, log],
     });
     closeSync(log);

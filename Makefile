@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-
 run:
 	hack/run.sh
 

@@ -1,29 +1,20 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
 import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret } from '@kubernetes/client-node';
-import { ApiError, inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
+import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
 
 export { ApiError } from './rest.js';
 
 /** The HTTP status of a failed call (0 when there was no response). */
 export function httpCode(err: unknown): number {
-  const e = err as { code?: unknown; statusCode?: unknown };
-  if (typeof e?.code === 'number') return e.code;
-  if (typeof e?.statusCode === 'number') return e.statusCode;
-  return 0;
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : 0;
 }
 
 /** One line for an API error: the server's message rather than the whole response dump. */
 export function apiErrorMessage(err: unknown): string {
+  // An ApiError's body is the server's Status already parsed (text only when it was not JSON).
   const e = err as { code?: number; body?: unknown; message?: string };
-  let body = e?.body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      /* keep the text */
-    }
-  }
-  const msg = (body as { message?: string } | undefined)?.message;
+  const msg = (e?.body as { message?: string } | undefined)?.message;
   if (msg) return `${e.code ?? ''} ${msg}`.trim();
   return e?.message?.split('\n')[0] ?? String(err);
 }

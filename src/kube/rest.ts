@@ -119,6 +119,13 @@ function failure(code: number, text: string, method: string, path: string): ApiE
   return new ApiError(code, `${method} ${path}: ${code} ${msg}`, body);
 }
 
+/** The whole body of a response, as text. */
+function readText(res: http.IncomingMessage, onText: (text: string) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  res.on('end', () => onText(Buffer.concat(chunks).toString('utf8')));
+}
+
 export class RestClient {
   private readonly agent: http.Agent;
   private readonly base: URL;
@@ -160,11 +167,8 @@ export class RestClient {
         path,
         opts,
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
+          readText(res, (text) => {
             const code = res.statusCode ?? 0;
             if (code < 200 || code >= 300) return reject(failure(code, text, method, path));
             try {
@@ -193,12 +197,7 @@ export class RestClient {
         { query: { ...query, watch: true } },
         (res) => {
           const code = res.statusCode ?? 0;
-          if (code !== 200) {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => reject(failure(code, Buffer.concat(chunks).toString('utf8'), 'GET', path)));
-            return;
-          }
+          if (code !== 200) return readText(res, (text) => reject(failure(code, text, 'GET', path)));
           let buf = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => {

@@ -697,6 +697,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.containers.delete(c.id);
     this.lastCpu.delete(c.id);
     this.layerUsage.forget(c.id);
+    this.offsetsSavedAt.delete(c.id);
+    this.goneAt.delete(c.id);
     this.cgroups.remove(c.id);
     await rm(this.cdir(c.id), { recursive: true, force: true });
   }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the Go test dependencies (kube-apiserver, kubectl, kubelet, etcd, crictl, critest) from their
-# published Go modules into $NODELET_CACHE/bin/<name>-<version>, once per version.
+# Builds the Go test dependencies (kube-apiserver, kube-scheduler, kube-controller-manager, kubectl,
+# kubelet, etcd, crictl, critest; for the conformance run e2e.test, ginkgo and the test images'
+# agnhost and nnp) from their published Go modules into $NODELET_CACHE/bin/<name>-<version>, once per
+# version.
 # Usage: hack/build-go-bins.sh [name...]   (default: what `make test` needs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,11 +38,28 @@ build_critest() {
   mv "$out.tmp" "$out"
 }
 
+# Kubernetes' e2e suite, compiled as a test binary as upstream ships it (go test -c).
+build_e2e() {
+  local out="$bindir/e2e.test-$KUBE_VERSION"
+  [ -x "$out" ] && return 0
+  echo "building e2e.test $KUBE_VERSION (cached afterwards in $bindir)" >&2
+  local start=$SECONDS
+  (cd "$here/gomod/k8s" && go test -c -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp" k8s.io/kubernetes/test/e2e)
+  mv "$out.tmp" "$out"
+  echo "built e2e.test in $((SECONDS - start)) s" >&2
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(etcd kube-apiserver kubectl)
+[ ${#targets[@]} -gt 0 ] || targets=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl)
 for t in "${targets[@]}"; do
   case $t in
-    kube-apiserver|kubectl|kubelet) build "$t" "$KUBE_VERSION" k8s "k8s.io/kubernetes/cmd/$t" -ldflags "$(kube_ldflags)" ;;
+    kube-apiserver|kube-scheduler|kube-controller-manager|kubectl|kubelet) build "$t" "$KUBE_VERSION" k8s "k8s.io/kubernetes/cmd/$t" -ldflags "$(kube_ldflags)" ;;
+    e2e.test) build_e2e ;;
+    # The e2e suite's image binaries: agnhost (its version is the image's tag) and nonewprivs' nnp.
+    agnhost) build agnhost "$AGNHOST_VERSION" k8s k8s.io/kubernetes/test/images/agnhost -ldflags "-s -w" ;;
+    nnp) build nnp "$KUBE_VERSION" k8s k8s.io/kubernetes/test/images/nonewprivs -ldflags "-s -w" ;;
+    # The ginkgo CLI runs e2e.test in parallel processes; it is the version e2e.test was built with.
+    ginkgo) build ginkgo "$KUBE_VERSION" k8s github.com/onsi/ginkgo/v2/ginkgo -ldflags "-s -w" ;;
     etcd) build etcd "$ETCD_VERSION" etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w" ;;
     crictl) build crictl "$CRI_TOOLS_VERSION" critools sigs.k8s.io/cri-tools/cmd/crictl -ldflags "-s -w" ;;
     critest) build_critest ;;

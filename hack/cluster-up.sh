@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Starts the test cluster in the background, idempotently: etcd + kube-apiserver on loopback and a
-# containerd of its own (root, state, socket and CNI config under .cluster/), with the offline test
-# images imported. Writes .cluster/env (shell-sourceable) and .cluster/kubeconfig.
+# Starts the test cluster in the background, idempotently: etcd, kube-apiserver, kube-scheduler and
+# kube-controller-manager on loopback and a containerd of its own (root, state, socket and CNI config
+# under .cluster/), with the offline test images imported. Writes .cluster/env (shell-sourceable)
+# and .cluster/kubeconfig.
 set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 started=$SECONDS
 mkdir -p "$CLUSTER_DIR"/{pki,etcd,containerd,cni/net.d,cni/ipam,images,logs/pods,bin} "$RUN_DIR"
-for b in "$ETCD_BIN" "$APISERVER_BIN" "$KUBECTL_BIN" "$CRICTL_BIN"; do
+AGNHOST_BIN="$BIN/agnhost-$AGNHOST_VERSION" NNP_BIN="$BIN/nnp-$KUBE_VERSION"
+for b in "$ETCD_BIN" "$APISERVER_BIN" "$SCHEDULER_BIN" "$CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$CRICTL_BIN" "$AGNHOST_BIN" "$NNP_BIN"; do
   [ -x "$b" ] || { echo "cluster-up: $b is missing; run 'make setup' first" >&2; exit 1; }
 done
 
@@ -47,6 +49,17 @@ if [ ! -f "$pki/apiserver.crt" ]; then
   echo "$token,admin,nodelet-admin,system:masters" >"$pki/tokens.csv"
   echo "$token" >"$pki/admin-token"
   chmod 600 "$pki"/*.key "$pki/tokens.csv" "$pki/admin-token"
+fi
+# The API server's client certificate for the node API (kubectl logs/exec/port-forward go through
+# it), as on a production cluster: issued by the cluster CA, in system:masters, so a node's
+# SubjectAccessReview for it is allowed.
+if [ ! -f "$pki/apiserver-kubelet-client.crt" ]; then
+  openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
+    -keyout "$pki/apiserver-kubelet-client.key" -out "$pki/apiserver-kubelet-client.csr" 2>/dev/null
+  printf 'extendedKeyUsage=clientAuth\n' >"$pki/apiserver-kubelet-client.ext"
+  openssl x509 -req -in "$pki/apiserver-kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 3650 \
+    -extfile "$pki/apiserver-kubelet-client.ext" -out "$pki/apiserver-kubelet-client.crt" 2>/dev/null
+  chmod 600 "$pki/apiserver-kubelet-client.key"
 fi
 token=$(cat "$pki/admin-token")
 apiserver="https://127.0.0.1:$APISERVER_PORT"
@@ -132,6 +145,7 @@ start kube-apiserver "$APISERVER_BIN" \
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
   --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
+  --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --authorization-mode RBAC \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
@@ -143,22 +157,48 @@ start kube-apiserver "$APISERVER_BIN" \
   --profiling=false --cert-dir "$pki" --v 1
 
 # --- test images, built offline and imported ---
+# nodelet's own test images, and the e2e suite's under their upstream names (build-images.mjs).
 images="$CLUSTER_DIR/images"
-if [ ! -f "$images/busybox_2.tar" ] || [ "$TOP/test/env/images/build-images.mjs" -nt "$images/busybox_2.tar" ]; then
+if [ ! -f "$images/images.txt" ] || [ "$TOP/test/env/images/build-images.mjs" -nt "$images/images.txt" ] ||
+  [ "$AGNHOST_BIN" -nt "$images/images.txt" ] || [ "$NNP_BIN" -nt "$images/images.txt" ]; then
   gcc -static -O2 -o "$images/pause" "$TOP/test/env/images/pause.c"
-  node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox >/dev/null
+  # agnhost's image also carries files of its source (the porter's TLS key pair), from the Go module cache.
+  agnhost_src="$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost"
+  [ -d "$agnhost_src" ] || (cd "$here/gomod/k8s" && go mod download "k8s.io/kubernetes@$KUBE_VERSION")
+  node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox --e2e "$AGNHOST_BIN" "$NNP_BIN" "$agnhost_src" >/dev/null
 fi
 wait_for containerd 30 "$CRICTL_BIN" --runtime-endpoint "unix://$CONTAINERD_SOCK" version
-have=$(ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls -q)
-for tar in "$images"/*.tar; do
-  base=$(basename "$tar" .tar)
-  ref="nodelet.test/${base%_*}:${base##*_}"
-  grep -qxF "$ref" <<<"$have" && continue
+# An image is imported when containerd lacks that reference at that digest (a rebuilt image is new).
+have=$(ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls | awk 'NR > 1 {print $1, $3}')
+while read -r file ref digest; do
+  grep -qxF "$ref $digest" <<<"$have" && continue
   log "importing $ref"
-  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$tar" >/dev/null
-done
+  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$images/$file" >/dev/null
+done <"$images/images.txt"
 
 wait_for kube-apiserver 90 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "$apiserver/readyz"
+
+# --- kube-scheduler and kube-controller-manager (with the admin kubeconfig, on loopback) ---
+# The controllers a node agent's pods depend on: namespaces and garbage collection; node lifecycle
+# (it lifts the not-ready taint the API server puts on every new Node, and taints Nodes that stop
+# reporting) with taint eviction and pod GC (pods of Nodes that are gone); service accounts and
+# their tokens and the root CA ConfigMap; the workload controllers; endpoints; CSR signing and
+# approval (with the cluster CA, as kubeadm signs with it).
+controllers=namespace-controller,garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller
+controllers+=,pod-garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller
+controllers+=,root-ca-certificate-publisher-controller,replicaset-controller,deployment-controller
+controllers+=,daemonset-controller,job-controller,endpoints-controller,endpointslice-controller
+controllers+=,certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller
+kc="$CLUSTER_DIR/kubeconfig"
+start kube-scheduler "$SCHEDULER_BIN" --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
+  --leader-elect=false --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v 1
+start kube-controller-manager "$CONTROLLER_MANAGER_BIN" --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
+  --leader-elect=false --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" \
+  --controllers "$controllers" --use-service-account-credentials=false \
+  --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+  --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" --v 1
+wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
+wait_for kube-controller-manager 60 curl -sfk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
 
 ln -sf "$KUBECTL_BIN" "$CLUSTER_DIR/bin/kubectl"
 ln -sf "$CRICTL_BIN" "$CLUSTER_DIR/bin/crictl"
@@ -175,6 +215,7 @@ export NODELET_PAUSE_IMAGE='nodelet.test/pause:1'
 export NODELET_TEST_IMAGE='nodelet.test/busybox:1'
 export NODELET_TEST_IMAGE_2='nodelet.test/busybox:2'
 export NODELET_IMAGES_DIR='$images'
+export NODELET_AGNHOST_IMAGE='registry.k8s.io/e2e-test-images/agnhost:$AGNHOST_VERSION'
 export NODELET_POD_LOG_ROOT='$CLUSTER_DIR/logs/pods'
 export NODELET_KUBECTL='$KUBECTL_BIN'
 export NODELET_CRICTL='$CRICTL_BIN'

@@ -35,4 +35,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-$runtime_only || "$here/build-go-bins.sh" etcd kube-apiserver kubectl crictl
+# The control plane and tools of the test cluster, and what the reduced conformance run in
+# `make test` needs: e2e.test, the ginkgo CLI, and the agnhost and nnp binaries of its images.
+$runtime_only || "$here/build-go-bins.sh" etcd kube-apiserver kube-scheduler kube-controller-manager kubectl crictl \
+  e2e.test ginkgo agnhost nnp

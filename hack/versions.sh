@@ -5,4 +5,6 @@ KUBE_VERSION=v1.37.2
 CRI_API_VERSION=v0.37.2
 ETCD_VERSION=v3.6.16
 CRI_TOOLS_VERSION=v1.37.0
+# The agnhost image tag the e2e suite of KUBE_VERSION asks for (test/images/agnhost/VERSION).
+AGNHOST_VERSION=2.66.1
 NODELET_CACHE="${NODELET_CACHE:-$HOME/.cache/nodelet}"

@@ -1,20 +1,34 @@
 // Builds the test images offline as OCI image layout archives, ready for `ctr images import`
 // (containerd) or nodelet's process runtime. No registry is involved.
-//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest]
+//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR]
 // Writes OUTDIR/<name>_<tag>.tar for each image below, with an uncompressed layer and a
-// reproducible digest (fixed mtimes and owners), so a rebuild yields the same image ID.
+// reproducible digest (fixed mtimes and owners), so a rebuild yields the same image ID, and
+// OUTDIR/images.txt: one "<archive> <reference> <manifest digest>" line per image.
 // --critest adds offline stand-ins for the images critest's image specs pull (same names, and the
 // properties those specs check: tags, users, one image under two registries); they are busybox
 // images of ours, not the upstream ones, so a reference pinned by upstream digest cannot be served.
+// --e2e adds the images Kubernetes' [NodeConformance] specs run, under their upstream names,
+// laid out as upstream lays them out (test/images/*/Dockerfile in k8s.io/kubernetes); see
+// e2eImages below for what each holds and where it differs.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync, copyFileSync, chmodSync, linkSync, renameSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync, copyFileSync, chmodSync, linkSync, renameSync, symlinkSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-const [outDir, pauseBin, busyboxBin, ...flags] = process.argv.slice(2);
-if (!outDir || !pauseBin || !busyboxBin || flags.some((f) => f !== '--critest')) {
-  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest]   (- skips the pause image)');
+const args = process.argv.slice(2);
+const [outDir, pauseBin, busyboxBin] = args;
+const flags = { critest: false, e2e: undefined };
+let bad = !outDir || !pauseBin || !busyboxBin;
+for (let i = 3; i < args.length && !bad; i++) {
+  if (args[i] === '--critest') flags.critest = true;
+  else if (args[i] === '--e2e' && args[i + 1] && args[i + 2] && args[i + 3]) {
+    flags.e2e = { agnhost: args[i + 1], nnp: args[i + 2], agnhostSource: args[i + 3] };
+    i += 3;
+  } else bad = true;
+}
+if (bad) {
+  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR]   (- skips the pause images)');
   process.exit(2);
 }
 const PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -29,7 +43,7 @@ const images = [
   { name: 'nodelet.test/busybox', tag: '2', rootfs: (dir) => busybox(dir, '2'), config: { Cmd: ['sh'] } },
 ];
 
-if (flags.includes('--critest')) {
+if (flags.critest) {
   const staging = 'gcr.io/k8s-staging-cri-tools';
   const bb = (name, tag, content, config = {}) => ({ name, tag, rootfs: (dir) => busybox(dir, content), config: { Cmd: ['sh'], ...config } });
   images.push(
@@ -48,6 +62,70 @@ if (flags.includes('--critest')) {
     // One image known under two registries: one archive, two names.
     { ...bb('registry.k8s.io/pause', '3.9', 'critest pause'), alsoNamed: ['k8s.gcr.io/pause:3.9'] },
   );
+}
+
+if (flags.e2e) {
+  const e2e = 'registry.k8s.io/e2e-test-images';
+  const { agnhost, nnp, agnhostSource } = flags.e2e;
+  images.push(
+    // The sandbox image the specs also run as a container.
+    { name: 'registry.k8s.io/pause', tag: '3.10.2', needsPause: true, rootfs: (dir) => place(pauseBin, dir, 'pause'), config: { Entrypoint: ['/pause'] } },
+    // Upstream: busybox 1.37's own image. Here: Debian's static busybox (1.35), same layout.
+    { name: `${e2e}/busybox`, tag: '1.37.0-2', rootfs: (dir) => busybox(dir, 'e2e busybox'), config: { Cmd: ['sh'] } },
+    // Upstream: busybox with USER 1234.
+    { name: `${e2e}/nonroot`, tag: '1.5', rootfs: (dir) => busybox(dir, 'e2e nonroot'), config: { Cmd: ['sh'], User: '1234' } },
+    // Upstream: alpine with nnp (prints its effective uid) setuid root in /usr/local/bin.
+    { name: `${e2e}/nonewprivs`, tag: '1.4', rootfs: (dir) => {
+      busybox(dir, 'e2e nonewprivs');
+      mkdirSync(join(dir, 'usr/local/bin'), { recursive: true });
+      place(nnp, dir, 'usr/local/bin/nnp');
+      chmodSync(join(dir, 'usr/local/bin/nnp'), 0o6755);
+    }, config: { Cmd: ['nnp'] } },
+    // Upstream: alpine with /agnhost, /agnhost-2 linking to it, curl, nc, bash and a shell, the
+    // porter's TLS key pair at /localhost.{crt,key} (the https hooks' server), and the user and
+    // group the supplemental-group specs look for. Here: busybox's applets (nc among them) and
+    // Debian's curl and bash with the libraries they link.
+    { name: `${e2e}/agnhost`, tag: '2.66.1', rootfs: (dir) => {
+      busybox(dir, 'e2e agnhost', {
+        passwd: 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
+        group: 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n',
+      });
+      place(agnhost, dir, 'agnhost');
+      symlinkSync('agnhost', join(dir, 'agnhost-2'));
+      mkdirSync(join(dir, 'uploads'));
+      hostBinary(dir, '/usr/bin/curl');
+      hostBinary(dir, '/bin/bash');
+      for (const f of ['localhost.crt', 'localhost.key']) copyFileSync(join(agnhostSource, 'porter', f), join(dir, f));
+    }, config: { Entrypoint: ['/agnhost'], Cmd: ['pause'] } },
+    // Upstream: Debian with dnsutils, for `hostname -f` through glibc's resolver. Here: Debian's
+    // dash (as sh), hostname, getent and cat with the libraries they link, and an nsswitch.conf.
+    { name: `${e2e}/glibc-dns-testing`, tag: '2.1.1', rootfs: (dir) => {
+      for (const d of ['etc', 'tmp', 'proc', 'sys', 'dev', 'root']) mkdirSync(join(dir, d), { recursive: true });
+      chmodSync(join(dir, 'tmp'), 0o1777);
+      hostBinary(dir, '/bin/dash', '/bin/sh');
+      for (const b of ['/bin/hostname', '/usr/bin/getent', '/bin/cat']) hostBinary(dir, b);
+      writeFileSync(join(dir, 'etc/nsswitch.conf'), 'passwd: files\ngroup: files\nhosts: files dns\n');
+      writeFileSync(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+      writeFileSync(join(dir, 'etc/group'), 'root:x:0:\nnobody:x:65534:\n');
+    }, config: { Cmd: ['sh'] } },
+  );
+}
+
+// A host binary at `dst` (default: its own path) with every shared library it links (ldd), each at
+// its own path, so it runs in an image with no libc of its own.
+function hostBinary(dir, src, dst = src) {
+  const copy = (from, to) => {
+    const at = join(dir, to);
+    if (existsSync(at)) return;
+    mkdirSync(dirname(at), { recursive: true });
+    copyFileSync(from, at); // follows links: the library's file under the name programs load
+    chmodSync(at, 0o755);
+  };
+  copy(src, dst);
+  const libs = execFileSync('ldd', [src], { encoding: 'utf8' }).split('\n')
+    .map((l) => /=>\s*(\/\S+)/.exec(l)?.[1] ?? /^\s*(\/\S+)\s+\(/.exec(l)?.[1])
+    .filter(Boolean);
+  for (const lib of libs) copy(lib, lib);
 }
 
 function place(src, dir, rel) {
@@ -76,7 +154,7 @@ done
 exit $status
 `;
 
-function busybox(dir, version) {
+function busybox(dir, version, files = {}) {
   for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'var', 'root']) mkdirSync(join(dir, d), { recursive: true });
   chmodSync(join(dir, 'tmp'), 0o1777);
   place(busyboxBin, dir, 'bin/busybox');
@@ -86,9 +164,9 @@ function busybox(dir, version) {
     writeFileSync(join(dir, 'bin/pgrep'), PGREP);
     chmodSync(join(dir, 'bin/pgrep'), 0o755);
   }
-  writeFileSync(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www-data:/var/www:/bin/false\nuser1000:x:1000:1000::/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+  writeFileSync(join(dir, 'etc/passwd'), files.passwd ?? 'root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www-data:/var/www:/bin/false\nuser1000:x:1000:1000::/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
   // Group 50000 holds user 1000 (critest's "predefined group" check).
-  writeFileSync(join(dir, 'etc/group'), 'root:x:0:\nwww-data:x:33:\ntest-group:x:50000:user1000\nnobody:x:65534:\n');
+  writeFileSync(join(dir, 'etc/group'), files.group ?? 'root:x:0:\nwww-data:x:33:\ntest-group:x:50000:user1000\nnobody:x:65534:\n');
   writeFileSync(join(dir, 'etc/nodelet-test-image'), `busybox ${version}\n`);
 }
 
@@ -106,7 +184,8 @@ function tarDir(dir, file) {
 }
 
 mkdirSync(outDir, { recursive: true });
-for (const img of images.filter((i) => pauseBin !== '-' || i.name !== 'nodelet.test/pause')) {
+const built = [];
+for (const img of images.filter((i) => pauseBin !== '-' || !(i.needsPause || i.name === 'nodelet.test/pause'))) {
   const work = mkdtempSync(join(tmpdir(), 'nodelet-image-'));
   try {
     const rootfs = join(work, 'rootfs');
@@ -148,8 +227,10 @@ for (const img of images.filter((i) => pauseBin !== '-' || i.name !== 'nodelet.t
     const tmpOut = join(outDir, `.${base}.tmp`);
     tarDir(layout, tmpOut);
     renameSync(tmpOut, join(outDir, base));
+    for (const n of names) built.push(`${base} ${n} ${manifest.digest}`);
     console.log(`${ref} ${manifest.digest} -> ${join(outDir, base)}`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
+writeFileSync(join(outDir, 'images.txt'), `${built.join('\n')}\n`);

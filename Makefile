@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench critest test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance critest test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -13,10 +13,11 @@ help:
 	@echo "make build         compile TypeScript into dist/"
 	@echo "make test          setup + build + cluster-up + unit and integration tests + cluster-down"
 	@echo "make test-unit     unit tests only (no services)"
-	@echo "make cluster-up    start etcd, kube-apiserver and containerd under .cluster/ (idempotent)"
+	@echo "make cluster-up    start etcd, kube-apiserver, kube-scheduler, kube-controller-manager and containerd under .cluster/ (idempotent)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
 	@echo "make bench         nodelet, the kubelet and nodelet's process runtime side by side (start latency, density, RSS, CPU); bench/results/latest.json"
+	@echo "make conformance   Kubernetes' [NodeConformance] specs against nodelet, its process runtime and the kubelet (AGENT=, FOCUS=, SPEC=, PROCS=); test/conformance/results/latest.json"
 	@echo "make proto         refresh proto/api.proto from k8s.io/cri-api and regenerate its TypeScript types"
 
 setup:
@@ -56,6 +57,10 @@ bench: setup build
 	hack/build-go-bins.sh kubelet
 	hack/cluster-up.sh
 	node dist/bench/bench.js
+
+# Kubernetes' own [NodeConformance] specs, one agent at a time (test/conformance/README.md); brings the test cluster up if it is not.
+conformance: setup build
+	hack/conformance.sh
 
 # critest (cri-tools) against the process runtime: counts of passed/failed/skipped specs.
 critest: setup build

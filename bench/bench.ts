@@ -15,7 +15,7 @@ import { CriClient } from '../src/cri/client.js';
 import { startAgent, uniqueNodeName, type RunningAgent } from '../test/support/agent.js';
 import { clusterEnv, projectRoot } from '../test/support/cluster.js';
 import { processRuntime } from '../test/support/runtimes.js';
-import { deleteNodeObjects, startKubelet, sweepBenchSandboxes } from './kubelet.js';
+import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../test/support/kubelet.js';
 import { summarize, type Summary } from './stats.js';
 
 const env = clusterEnv();
@@ -278,9 +278,21 @@ async function measureNodelet(plan: Plan): Promise<Measured> {
   }
 }
 
+/**
+ * The bench's pod sandboxes in a runtime: the kubelet copies pod labels onto its sandboxes
+ * (`bench=...`); nodelet's carry `nodelet.io/node-name`; the CRI floor's `nodelet.io/bench`.
+ * Returns how many other sandboxes are there.
+ */
+function sweepBenchSandboxes(endpoint: string, nodes: (node: string | undefined) => boolean): Promise<number> {
+  return sweepSandboxes(endpoint, (l) => 'bench' in l || 'nodelet.io/bench' in l || nodes(l['nodelet.io/node-name']));
+}
+
+const KUBELET_NODE = 'bench-kubelet';
+
 /** The kubelet on the same containerd, as node bench-kubelet. */
 async function measureKubelet(plan: Plan): Promise<{ measured: Measured; version: string }> {
-  const kubelet = await timed('the kubelet: start until its node is Ready', () => startKubelet(core, MAX_PODS));
+  await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n?.startsWith('bench-') ?? false);
+  const kubelet = await timed('the kubelet: start until its node is Ready', () => startKubelet(core, { node: KUBELET_NODE, maxPods: MAX_PODS }));
   try {
     return { measured: await measureAgent(kubelet.node, kubelet.pid, plan), version: kubelet.version };
   } finally {

@@ -1,15 +1,26 @@
-// The real kubelet as the bench's second node, on the test cluster's API server and containerd.
-// It runs only while no other agent's pods are in that containerd: it kills every pod sandbox it
-// did not start as an orphan. Its settings, and why each is needed here, are in bench/README.md.
+// The real kubelet as a node of the test cluster, on its API server and containerd: the bench's
+// second column and the conformance run's reference agent. It runs only while no other agent's
+// pods are in that containerd: it kills every pod sandbox it did not start as an orphan. Its
+// settings, and why each is needed here, are in bench/README.md.
 import * as k8s from '@kubernetes/client-node';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { CriClient } from '../src/cri/client.js';
-import { clusterEnv, eventually, projectRoot } from '../test/support/cluster.js';
+import { CriClient } from '../../src/cri/client.js';
+import { clusterEnv, eventually, projectRoot } from './cluster.js';
 
-export const KUBELET_NODE = 'bench-kubelet';
+export interface KubeletOptions {
+  /** The node's name (the kubelet's --hostname-override, and so its Hostname address). */
+  node: string;
+  maxPods: number;
+  /**
+   * Serve the node API as on a production node: clients authenticated by certificates of the
+   * cluster CA (the API server's kubelet client certificate) or by bearer tokens (TokenReview),
+   * each request authorized with a SubjectAccessReview. Without it nobody is let in.
+   */
+  serveNodeApi?: boolean;
+}
 
 export interface RunningKubelet {
   node: string;
@@ -40,11 +51,16 @@ export function kubeletBinary(): { path: string; version: string } {
 function dirs() {
   const env = clusterEnv();
   const base = join(env.clusterDir, 'kubelet');
-  return { env, base, root: join(base, 'root'), pki: join(base, 'pki'), config: join(base, 'config.yaml'), logs: join(env.clusterDir, 'logs/kubelet-pods'), pidFile: join(base, 'kubelet.pid'), logFile: join(base, 'kubelet.log') };
+  return { env, base, root: join(base, 'root'), pki: join(base, 'pki'), config: join(base, 'config.yaml'), logs: join(env.clusterDir, 'logs/kubelet-pods'), pidFile: join(base, 'kubelet.pid'), logFile: join(base, 'kubelet.log'), clientCa: join(env.clusterDir, 'pki/ca.crt') };
 }
 
 /** The KubeletConfiguration; bench/README.md says why each setting is there. */
-function kubeletConfig(socket: string, podLogsDir: string, maxPods: number): string {
+function kubeletConfig(socket: string, podLogsDir: string, opts: KubeletOptions, clientCa: string): string {
+  const auth = opts.serveNodeApi
+    ? `authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: ${clientCa}}}
+authorization: {mode: Webhook}
+`
+    : '';
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://${socket}
@@ -56,12 +72,12 @@ failSwapOn: false
 address: 127.0.0.1
 port: 10270
 healthzPort: 10271
-maxPods: ${maxPods}
+maxPods: ${opts.maxPods}
 podLogsDir: ${podLogsDir}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
-`;
+${auth}`;
 }
 
 /** Mount points under `dir` (deepest first), from /proc/self/mountinfo. */
@@ -89,13 +105,13 @@ async function stopPid(pid: number, graceMs: number): Promise<void> {
   const deadline = Date.now() + graceMs;
   while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   if (pidAlive(pid)) {
-    console.error(`bench: kubelet (pid ${pid}) ignored SIGTERM for ${graceMs / 1000} s: SIGKILL`);
+    console.error(`kubelet: kubelet (pid ${pid}) ignored SIGTERM for ${graceMs / 1000} s: SIGKILL`);
     process.kill(pid, 'SIGKILL');
     while (pidAlive(pid)) await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-/** A kubelet this bench started earlier and never stopped (the bench was killed): the PID it recorded, if it is still that kubelet. */
+/** A kubelet started earlier and never stopped (its starter was killed): the PID it recorded, if it is still that kubelet. */
 async function stopLeftover(pidFile: string, binary: string): Promise<void> {
   if (!existsSync(pidFile)) return;
   const pid = Number(readFileSync(pidFile, 'utf8'));
@@ -106,23 +122,19 @@ async function stopLeftover(pidFile: string, binary: string): Promise<void> {
     /* gone */
   }
   if (pid > 0 && exe === binary) {
-    console.error(`bench: stopping the kubelet a previous bench left running (pid ${pid})`);
+    console.error(`kubelet: stopping the kubelet an earlier run left running (pid ${pid})`);
     await stopPid(pid, 15_000);
   }
   unlinkSync(pidFile);
 }
 
-/**
- * Stops and removes the pod sandboxes of the bench in a runtime: the kubelet copies pod labels onto
- * its sandboxes (`bench=...`); nodelet's carry `nodelet.io/node-name`; the CRI floor's
- * `nodelet.io/bench`. Returns how many other sandboxes are there.
- */
-export async function sweepBenchSandboxes(endpoint: string, nodes: (node: string | undefined) => boolean): Promise<number> {
+/** Stops and removes the pod sandboxes `match` picks by their labels; returns how many others are left. */
+export async function sweepSandboxes(endpoint: string, match: (labels: Record<string, string>) => boolean): Promise<number> {
   const cri = new CriClient(endpoint);
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
       const all = await cri.listPodSandbox();
-      const ours = all.filter((sb) => 'bench' in (sb.labels ?? {}) || 'nodelet.io/bench' in (sb.labels ?? {}) || nodes(sb.labels?.['nodelet.io/node-name']));
+      const ours = all.filter((sb) => match(sb.labels ?? {}));
       if (ours.length === 0) return all.length;
       // Eight at a time: a containerd on 2 cores stops hundreds of sandboxes faster that way than all at once.
       for (let i = 0; i < ours.length; i += 8) {
@@ -153,35 +165,35 @@ async function requireEmptyContainerd(endpoint: string): Promise<void> {
   }
 }
 
-export async function startKubelet(core: k8s.CoreV1Api, maxPods: number): Promise<RunningKubelet> {
-  const { env, root, pki, config, logs, pidFile, logFile } = dirs();
+export async function startKubelet(core: k8s.CoreV1Api, opts: KubeletOptions): Promise<RunningKubelet> {
+  const { env, root, pki, config, logs, pidFile, logFile, clientCa } = dirs();
+  const node = opts.node;
   const bin = kubeletBinary();
   await stopLeftover(pidFile, bin.path);
   await releaseRoot(root);
-  await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n?.startsWith('bench-') ?? false);
   await requireEmptyContainerd(env.runtimeEndpoint);
-  await deleteNodeObjects(core, KUBELET_NODE);
+  await deleteNodeObjects(core, node);
   for (const d of [root, pki, logs]) mkdirSync(d, { recursive: true });
-  writeFileSync(config, kubeletConfig(env.containerdSock, logs, maxPods));
+  writeFileSync(config, kubeletConfig(env.containerdSock, logs, opts, clientCa));
   const log = openSync(logFile, 'w');
-  const child: ChildProcess = spawn(bin.path, ['--config', config, '--kubeconfig', env.kubeconfig, '--hostname-override', KUBELET_NODE, '--root-dir', root, '--cert-dir', pki], { stdio: ['ignore', log, log] });
+  const child: ChildProcess = spawn(bin.path, ['--config', config, '--kubeconfig', env.kubeconfig, '--hostname-override', node, '--root-dir', root, '--cert-dir', pki], { stdio: ['ignore', log, log] });
   closeSync(log);
   const pid = child.pid!;
   writeFileSync(pidFile, String(pid));
-  // If the bench dies, its kubelet does not outlive it.
+  // If the process that started it dies, its kubelet does not outlive it.
   const onExit = () => {
     if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
   };
   process.once('exit', onExit);
   let exited = false;
   child.once('exit', () => (exited = true));
-  await eventually(`the kubelet's node ${KUBELET_NODE} to be Ready (log ${logFile})`, 60_000, async () => {
+  await eventually(`the kubelet's node ${node} to be Ready (log ${logFile})`, 60_000, async () => {
     if (exited) throw new Error(`the kubelet exited; log: ${logFile}`);
-    const node = await core.readNode({ name: KUBELET_NODE }).catch(() => undefined);
-    return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+    const n = await core.readNode({ name: node }).catch(() => undefined);
+    return n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
   }, 250);
   return {
-    node: KUBELET_NODE,
+    node,
     pid,
     version: bin.version,
     logFile,
@@ -189,8 +201,8 @@ export async function startKubelet(core: k8s.CoreV1Api, maxPods: number): Promis
       await stopPid(pid, 15_000);
       process.removeListener('exit', onExit);
       if (existsSync(pidFile)) unlinkSync(pidFile);
-      const left = await sweepBenchSandboxes(env.runtimeEndpoint, () => false);
-      if (left > 0) console.error(`bench: ${left} pod sandboxes of other agents are in containerd after the kubelet`);
+      // Nothing else used this containerd while the kubelet ran: what it left is its own.
+      await sweepSandboxes(env.runtimeEndpoint, () => true);
       await releaseRoot(root);
       // Symlinks the kubelet keeps in /var/log/containers to its pods' logs.
       try {
@@ -206,7 +218,7 @@ export async function startKubelet(core: k8s.CoreV1Api, maxPods: number): Promis
         /* no such directory */
       }
       rmSync(logs, { recursive: true, force: true });
-      await deleteNodeObjects(core, KUBELET_NODE);
+      await deleteNodeObjects(core, node);
     },
   };
 }
@@ -222,7 +234,7 @@ async function releaseRoot(root: string): Promise<void> {
   rmSync(root, { recursive: true, force: true });
 }
 
-/** The Node and what the kubelet creates beside it (no controller-manager runs here to collect them). */
+/** The Node and what the kubelet creates beside it (its Lease and CSINode), removed at once. */
 export async function deleteNodeObjects(core: k8s.CoreV1Api, node: string): Promise<void> {
   const env = clusterEnv();
   const kc = new k8s.KubeConfig();

@@ -14,7 +14,7 @@ import * as k8s from '@kubernetes/client-node';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { cpus, homedir, hostname, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { clusterEnv, projectRoot } from '../support/cluster.js';
 import { AGENT_KINDS, clearNodes, startConformanceAgent, waitNodeDrained, type AgentKind } from './agents.js';
 import { classify } from './causes.js';
@@ -86,6 +86,7 @@ async function main(): Promise<void> {
   const work = join(env.clusterDir, 'conformance');
   const resultsFile = process.env.RESULTS ?? (narrowed ? join(work, 'results.json') : join(projectRoot, 'test/conformance/results/latest.json'));
   mkdirSync(work, { recursive: true });
+  mkdirSync(dirname(resultsFile), { recursive: true });
   // Ginkgo runs a precompiled suite only when its name ends in .test.
   const e2e = join(work, 'e2e.test');
   rmSync(e2e, { force: true });

@@ -7,8 +7,8 @@ set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 started=$SECONDS
 mkdir -p "$CLUSTER_DIR"/{pki,etcd,containerd,cni/net.d,cni/ipam,images,logs/pods,bin} "$RUN_DIR"
-AGNHOST_BIN="$BIN/agnhost-$AGNHOST_VERSION" NNP_BIN="$BIN/nnp-$KUBE_VERSION"
-for b in "$ETCD_BIN" "$APISERVER_BIN" "$SCHEDULER_BIN" "$CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$CRICTL_BIN" "$AGNHOST_BIN" "$NNP_BIN"; do
+AGNHOST_BIN="$BIN/agnhost-$AGNHOST_VERSION" NNP_BIN="$BIN/nnp-$KUBE_VERSION" E2E_BUSYBOX_BIN="$BIN/busybox-$BUSYBOX_VERSION"
+for b in "$ETCD_BIN" "$APISERVER_BIN" "$SCHEDULER_BIN" "$CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$CRICTL_BIN" "$AGNHOST_BIN" "$NNP_BIN" "$E2E_BUSYBOX_BIN"; do
   [ -x "$b" ] || { echo "cluster-up: $b is missing; run 'make setup' first" >&2; exit 1; }
 done
 
@@ -160,12 +160,12 @@ start kube-apiserver "$APISERVER_BIN" \
 # nodelet's own test images, and the e2e suite's under their upstream names (build-images.mjs).
 images="$CLUSTER_DIR/images"
 if [ ! -f "$images/images.txt" ] || [ "$TOP/test/env/images/build-images.mjs" -nt "$images/images.txt" ] ||
-  [ "$AGNHOST_BIN" -nt "$images/images.txt" ] || [ "$NNP_BIN" -nt "$images/images.txt" ]; then
+  [ "$AGNHOST_BIN" -nt "$images/images.txt" ] || [ "$NNP_BIN" -nt "$images/images.txt" ] || [ "$E2E_BUSYBOX_BIN" -nt "$images/images.txt" ]; then
   gcc -static -O2 -o "$images/pause" "$TOP/test/env/images/pause.c"
   # agnhost's image also carries files of its source (the porter's TLS key pair), from the Go module cache.
   agnhost_src="$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost"
   [ -d "$agnhost_src" ] || (cd "$here/gomod/k8s" && go mod download "k8s.io/kubernetes@$KUBE_VERSION")
-  node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox --e2e "$AGNHOST_BIN" "$NNP_BIN" "$agnhost_src" >/dev/null
+  node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox --e2e "$AGNHOST_BIN" "$NNP_BIN" "$agnhost_src" "$E2E_BUSYBOX_BIN" >/dev/null
 fi
 wait_for containerd 30 "$CRICTL_BIN" --runtime-endpoint "unix://$CONTAINERD_SOCK" version
 # An image is imported when containerd lacks that reference at that digest (a rebuilt image is new).

@@ -12,7 +12,7 @@ runtime_only=false
 # bubblewrap/proot: the process runtime's isolation. iproute2/iptables: CNI bridge plumbing.
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
 pkgs=(busybox-static bubblewrap proot util-linux curl ca-certificates tar)
-$runtime_only || pkgs+=(containerd runc containernetworking-plugins gcc libc6-dev iproute2 iptables openssl)
+$runtime_only || pkgs+=(containerd runc containernetworking-plugins gcc libc6-dev make bzip2 iproute2 iptables openssl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -39,3 +39,5 @@ fi
 # `make test` needs: e2e.test, the ginkgo CLI, and the agnhost and nnp binaries of its images.
 $runtime_only || "$here/build-go-bins.sh" etcd kube-apiserver kube-scheduler kube-controller-manager kubectl crictl \
   e2e.test ginkgo agnhost nnp
+# The e2e images' busybox, built as upstream builds it.
+$runtime_only || "$here/build-busybox.sh"

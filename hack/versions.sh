@@ -7,4 +7,7 @@ ETCD_VERSION=v3.6.16
 CRI_TOOLS_VERSION=v1.37.0
 # The agnhost image tag the e2e suite of KUBE_VERSION asks for (test/images/agnhost/VERSION).
 AGNHOST_VERSION=2.66.1
+# The busybox of the e2e images (upstream's e2e-test-images/busybox:1.37.0-2 is busybox 1.37.0).
+BUSYBOX_VERSION=1.37.0
+BUSYBOX_SHA256=3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4
 NODELET_CACHE="${NODELET_CACHE:-$HOME/.cache/nodelet}"

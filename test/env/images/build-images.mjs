@@ -1,6 +1,7 @@
 // Builds the test images offline as OCI image layout archives, ready for `ctr images import`
 // (containerd) or nodelet's process runtime. No registry is involved.
-//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR]
+//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest]
+//        [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]
 // Writes OUTDIR/<name>_<tag>.tar for each image below, with an uncompressed layer and a
 // reproducible digest (fixed mtimes and owners), so a rebuild yields the same image ID, and
 // OUTDIR/images.txt: one "<archive> <reference> <manifest digest>" line per image.
@@ -22,19 +23,20 @@ const flags = { critest: false, e2e: undefined };
 let bad = !outDir || !pauseBin || !busyboxBin;
 for (let i = 3; i < args.length && !bad; i++) {
   if (args[i] === '--critest') flags.critest = true;
-  else if (args[i] === '--e2e' && args[i + 1] && args[i + 2] && args[i + 3]) {
-    flags.e2e = { agnhost: args[i + 1], nnp: args[i + 2], agnhostSource: args[i + 3] };
-    i += 3;
+  else if (args[i] === '--e2e' && args.slice(i + 1, i + 5).length === 4) {
+    const [agnhost, nnp, agnhostSource, busybox] = args.slice(i + 1, i + 5);
+    flags.e2e = { agnhost, nnp, agnhostSource, busybox };
+    i += 4;
   } else bad = true;
 }
 if (bad) {
-  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR]   (- skips the pause images)');
+  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]   (- skips the pause images)');
   process.exit(2);
 }
 const PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-// Every applet the static busybox has, each a symlink to it (critest, for one, runs top and ipcs).
-const applets = execFileSync(busyboxBin, ['--list'], { encoding: 'utf8' }).split('\n').filter((a) => a && a !== 'busybox');
+// Every applet a static busybox has, each a link to it (critest, for one, runs top and ipcs).
+const appletsOf = (bin) => execFileSync(bin, ['--list'], { encoding: 'utf8' }).split('\n').filter((a) => a && a !== 'busybox');
 
 const images = [
   { name: 'nodelet.test/pause', tag: '1', rootfs: (dir) => place(pauseBin, dir, 'pause'), config: { Entrypoint: ['/pause'] } },
@@ -66,17 +68,19 @@ if (flags.critest) {
 
 if (flags.e2e) {
   const e2e = 'registry.k8s.io/e2e-test-images';
-  const { agnhost, nnp, agnhostSource } = flags.e2e;
+  const { agnhost, nnp, agnhostSource, busybox: e2eBusybox } = flags.e2e;
+  // busybox 1.37 as upstream builds it (hack/build-busybox.sh), as in the upstream images.
+  const bb = (dir, content, files = {}) => busybox(dir, content, files, e2eBusybox);
   images.push(
     // The sandbox image the specs also run as a container.
     { name: 'registry.k8s.io/pause', tag: '3.10.2', needsPause: true, rootfs: (dir) => place(pauseBin, dir, 'pause'), config: { Entrypoint: ['/pause'] } },
-    // Upstream: busybox 1.37's own image. Here: Debian's static busybox (1.35), same layout.
-    { name: `${e2e}/busybox`, tag: '1.37.0-2', rootfs: (dir) => busybox(dir, 'e2e busybox'), config: { Cmd: ['sh'] } },
+    // Upstream: busybox 1.37's own image.
+    { name: `${e2e}/busybox`, tag: '1.37.0-2', rootfs: (dir) => bb(dir, 'e2e busybox'), config: { Cmd: ['sh'] } },
     // Upstream: busybox with USER 1234.
-    { name: `${e2e}/nonroot`, tag: '1.5', rootfs: (dir) => busybox(dir, 'e2e nonroot'), config: { Cmd: ['sh'], User: '1234' } },
+    { name: `${e2e}/nonroot`, tag: '1.5', rootfs: (dir) => bb(dir, 'e2e nonroot'), config: { Cmd: ['sh'], User: '1234' } },
     // Upstream: alpine with nnp (prints its effective uid) setuid root in /usr/local/bin.
     { name: `${e2e}/nonewprivs`, tag: '1.4', rootfs: (dir) => {
-      busybox(dir, 'e2e nonewprivs');
+      bb(dir, 'e2e nonewprivs');
       mkdirSync(join(dir, 'usr/local/bin'), { recursive: true });
       place(nnp, dir, 'usr/local/bin/nnp');
       chmodSync(join(dir, 'usr/local/bin/nnp'), 0o6755);
@@ -86,7 +90,7 @@ if (flags.e2e) {
     // group the supplemental-group specs look for. Here: busybox's applets (nc among them) and
     // Debian's curl and bash with the libraries they link.
     { name: `${e2e}/agnhost`, tag: '2.66.1', rootfs: (dir) => {
-      busybox(dir, 'e2e agnhost', {
+      bb(dir, 'e2e agnhost', {
         passwd: 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
         group: 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n',
       });
@@ -154,10 +158,11 @@ done
 exit $status
 `;
 
-function busybox(dir, version, files = {}) {
+function busybox(dir, version, files = {}, bin = busyboxBin) {
+  const applets = appletsOf(bin);
   for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'var', 'root']) mkdirSync(join(dir, d), { recursive: true });
   chmodSync(join(dir, 'tmp'), 0o1777);
-  place(busyboxBin, dir, 'bin/busybox');
+  place(bin, dir, 'bin/busybox');
   // Hard links, as busybox's own images have them (masking one applet then masks only that one).
   for (const a of new Set(applets)) linkSync(join(dir, 'bin/busybox'), join(dir, 'bin', a));
   if (!applets.includes('pgrep')) {

@@ -113,7 +113,9 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
   const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, 'conformance-process.sock');
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}}\n`);
-  const agent = await startAgent(node, ['--config', config, '--log-level', 'info']);
+  // Its pods share the host's network (the process runtime has no per-pod network yet, issue 15),
+  // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1.
+  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', '127.0.0.1']);
   await waitSchedulable(core, node);
   const after = async () => {
     const r = spawnSync(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });

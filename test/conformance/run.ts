@@ -63,6 +63,18 @@ function machine(): string {
   return `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB`;
 }
 
+/** Ctrl-C (or SIGTERM): Ginkgo is interrupted, the agent stopped and cleaned up, and no later agent runs. */
+let interrupted = false;
+let running: ReturnType<typeof spawn> | undefined;
+function onSignal(signal: NodeJS.Signals): void {
+  if (interrupted) process.exit(130); // a second one: now
+  interrupted = true;
+  console.error(`conformance: ${signal}: stopping the specs and the agent (again to quit at once)`);
+  running?.kill('SIGINT');
+}
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
 function waitExit(child: ReturnType<typeof spawn>): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
@@ -117,6 +129,7 @@ async function main(): Promise<void> {
     agents: {},
   });
   for (const kind of agents) {
+    if (interrupted) break;
     const dir = join(work, kind);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
@@ -131,14 +144,16 @@ async function main(): Promise<void> {
     let code: number | null;
     try {
       const log = openSync(join(dir, 'ginkgo.log'), 'w');
-      const child = spawn(ginkgo, [`--procs=${procs}`, '--timeout=3h', '--no-color', '--json-report=report.json', `--output-dir=${dir}`, e2e, '--', ...flags, '-ginkgo.timeout=3h'], { cwd: dir, stdio: ['ignore', log, log] });
+      const child = (running = spawn(ginkgo, [`--procs=${procs}`, '--timeout=3h', '--no-color', '--json-report=report.json', `--output-dir=${dir}`, e2e, '--', ...flags, '-ginkgo.timeout=3h'], { cwd: dir, stdio: ['ignore', log, log] }));
       closeSync(log);
       code = await waitExit(child);
+      running = undefined;
     } finally {
-      const left = await waitNodeDrained(core, node, 300_000);
+      const left = await waitNodeDrained(core, node, interrupted ? 60_000 : 300_000);
       if (left) console.log(`conformance: ${kind}: ${left} pods still on the node 5 min after the specs ended`);
       await agent.stop();
     }
+    if (interrupted) break; // an interrupted column is not a result
     const seconds = Math.round((Date.now() - started) / 1000);
     if (!existsSync(report)) throw new Error(`ginkgo wrote no report (exit ${code}); see ${join(dir, 'ginkgo.log')}`);
     const outcomes = readReport(JSON.parse(readFileSync(report, 'utf8')), selection.map((s) => s.spec));
@@ -152,7 +167,7 @@ async function main(): Promise<void> {
   }
   console.log(renderSummary(results));
   console.log(`results: ${resultsFile}`);
-  if (!narrowed && !process.env.RESULTS) {
+  if (!narrowed && !process.env.RESULTS && !interrupted) {
     for (const [file, section] of [['test/conformance/README.md', renderTable(results, 'full')], ['README.md', renderTable(results, 'headline')]] as const) {
       const path = join(projectRoot, file);
       writeFileSync(path, replaceBetweenMarkers(readFileSync(path, 'utf8'), 'conformance-results', section));
@@ -161,7 +176,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+main().then(() => process.exit(interrupted ? 130 : 0), (err: unknown) => {
   console.error(`conformance: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

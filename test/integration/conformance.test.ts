@@ -1,0 +1,40 @@
+// The conformance harness cannot silently rot: a reduced `make conformance` (a handful of
+// Kubernetes' [NodeConformance] specs, nodelet on containerd as the only node, placed there by the
+// scheduler) must run e2e.test to the end and write results in which those specs passed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../support/cluster.js';
+
+// Specs nodelet passes today, each quick: they need the scheduler, the controller-manager (a
+// namespace's default ServiceAccount), the e2e images under their names, and nodelet's status,
+// restart counts and init-container failures to be the kubelet's.
+const SPECS = [
+  'Pods should get a host IP',
+  'Pods should be submitted and removed',
+  'Container Runtime blackbox test when starting a container that exits should run with the expected status',
+  'InitContainer should not start app containers and fail the pod if init containers fail on a RestartNever pod',
+];
+
+test('a reduced make conformance runs e2e.test against nodelet and writes results in which the specs passed', () => {
+  const out = join(mkdtempSync(join(tmpdir(), 'nodelet-conformance-')), 'results.json');
+  const run = spawnSync(process.execPath, [join(projectRoot, 'dist/test/conformance/run.js')], {
+    env: { ...process.env, AGENT: 'nodelet', SPEC: SPECS.map((s) => s.replace(/[()]/g, '\\$&')).join('|'), PROCS: '4', RESULTS: out },
+    encoding: 'utf8',
+    timeout: 900_000,
+  });
+  assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+  assert.match(run.stdout, /nodelet \(containerd\)\s+\d+ passed/);
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  assert.equal(r.kubernetes, 'v1.37.2');
+  const a = r.agents.nodelet;
+  assert.ok(a, 'a nodelet column');
+  assert.equal(a.counts.total, SPECS.length, `the selection is the ${SPECS.length} specs: ${JSON.stringify(a.failed)}`);
+  assert.deepEqual(a.failed, [], 'every spec passed');
+  assert.equal(a.counts.passed, SPECS.length);
+  assert.ok(Object.keys(a.files).every((f: string) => f.startsWith('common/node/')), Object.keys(a.files).join(', '));
+  assert.match(a.commit, /^[0-9a-f]{7,}/);
+});

@@ -7,14 +7,13 @@
 import * as k8s from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import https from 'node:https';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { CriClient } from '../src/cri/client.js';
 import { startAgent, uniqueNodeName, type RunningAgent } from '../test/support/agent.js';
 import { clusterEnv, projectRoot } from '../test/support/cluster.js';
-import { processRuntime } from '../test/support/runtimes.js';
+import { processRuntime, processRuntimeAgentConfig, resetProcessRuntime } from '../test/support/runtimes.js';
 import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../test/support/kubelet.js';
 import { summarize, type Summary } from './stats.js';
 
@@ -300,26 +299,10 @@ async function measureKubelet(plan: Plan): Promise<{ measured: Measured; version
   }
 }
 
-function processRoot(tag: string): string {
-  return join(env.clusterDir, 'bench', tag);
-}
-
-/** `nodelet runtime reset`: stops and removes whatever is left in a process runtime's state. */
-function resetProcessRuntime(root: string): void {
-  const r = spawnSync(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
-  if (r.status !== 0) console.error(`bench: nodelet runtime reset --root ${root} exited ${r.status}`);
-}
-
 /** nodelet with its embedded process runtime (`runtime: process`). */
 async function measureNodeletProcess(plan: Plan): Promise<Measured> {
   const node = uniqueNodeName('bench-process');
-  const dir = processRoot('process');
-  const root = join(dir, 'root');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, 'bench-process.sock');
-  const config = join(dir, 'config.yaml');
-  writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}}\n`);
+  const { config, root } = processRuntimeAgentConfig(join(env.clusterDir, 'bench', 'process'), 'bench-process.sock');
   const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--max-pods', String(MAX_PODS)]);
   try {
     return await measureAgent(node, agent.process.pid!, plan);

@@ -3,11 +3,12 @@
 // same containerd. One at a time: the kubelet kills every pod sandbox it did not start.
 import type * as k8s from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAgent, type RunningAgent } from '../support/agent.js';
 import { clusterEnv, eventually, projectRoot } from '../support/cluster.js';
 import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../support/kubelet.js';
+import { processRuntimeAgentConfig, resetProcessRuntime } from '../support/runtimes.js';
 
 export type AgentKind = 'nodelet' | 'process' | 'kubelet';
 export const AGENT_KINDS: AgentKind[] = ['nodelet', 'process', 'kubelet'];
@@ -106,20 +107,11 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
     const after = async () => void (await sweepSandboxes(env.runtimeEndpoint, (l) => l['nodelet.io/node-name'] === node));
     return nodeletHandle(kind, agent, after, core);
   }
-  const dir = join(workDir, 'process-runtime');
-  const root = join(dir, 'root');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, 'conformance-process.sock');
-  const config = join(dir, 'config.yaml');
-  writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}}\n`);
+  const { config, root } = processRuntimeAgentConfig(join(workDir, 'process-runtime'), 'conformance-process.sock');
   // Its pods share the host's network (the process runtime has no per-pod network yet, issue 15),
   // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1.
   const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', '127.0.0.1']);
   await waitSchedulable(core, node);
-  const after = async () => {
-    const r = spawnSync(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
-    if (r.status !== 0) console.error(`conformance: nodelet runtime reset --root ${root} exited ${r.status}`);
-  };
+  const after = async () => resetProcessRuntime(root);
   return nodeletHandle(kind, agent, after, core);
 }

@@ -1,7 +1,7 @@
 // The container runtimes the pipeline tests run against: the test cluster's containerd, and
 // nodelet's own process runtime (started here as `nodelet runtime serve`).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
 import { clusterEnv, eventually, ipInCidr, projectRoot } from './cluster.js';
@@ -77,4 +77,26 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
     },
   };
   return handle;
+}
+
+/**
+ * A fresh directory `dir` with a NodeletConfiguration in which the agent runs its own process
+ * runtime (state under `dir/root`, images from the cluster's image archives). Returns the file.
+ */
+export function processRuntimeAgentConfig(dir: string, socketName: string): { config: string; root: string } {
+  const env = clusterEnv();
+  const root = join(dir, 'root');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  // unix socket paths are limited to 107 bytes: a deep checkout puts the socket in the state directory.
+  const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, socketName);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}}\n`);
+  return { config, root };
+}
+
+/** `nodelet runtime reset`: stops and removes whatever is left in a process runtime's state. */
+export function resetProcessRuntime(root: string): void {
+  const r = spawnSync(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+  if (r.status !== 0) console.error(`nodelet runtime reset --root ${root} exited ${r.status}`);
 }

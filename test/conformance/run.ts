@@ -6,9 +6,10 @@
 //   AGENT=nodelet,process,kubelet   the agents, in that order (default all three)
 //   FOCUS=<regex>                   only spec files under test/e2e/common/ matching it (e.g. node/pods\.go)
 //   SPEC=<regex>                    only specs whose text matches it
-//   PROCS=<n>                       parallel Ginkgo processes (default 16; a failing spec often waits 5 min)
+//   PROCS=<n>                       parallel Ginkgo processes (default 20; a failing spec often waits 5 min)
 //   RESULTS=<file>                  where to write the results (default: test/conformance/results/latest.json
 //                                   for the whole selection, .cluster/conformance/results.json when narrowed)
+//   RECLASSIFY=1                    run nothing: read the last run's reports again (after causes.ts changed)
 // The whole selection also rewrites the results tables of test/conformance/README.md and README.md.
 import * as k8s from '@kubernetes/client-node';
 import { spawn, spawnSync } from 'node:child_process';
@@ -70,7 +71,14 @@ function onSignal(signal: NodeJS.Signals): void {
   if (interrupted) process.exit(130); // a second one: now
   interrupted = true;
   console.error(`conformance: ${signal}: stopping the specs and the agent (again to quit at once)`);
-  running?.kill('SIGINT');
+  const ginkgo = running;
+  if (!ginkgo?.pid) return;
+  // Ginkgo and its e2e.test processes are a process group of their own: interrupted as one (they
+  // clean up their namespaces), and killed as one if they are not done within a minute.
+  process.kill(-ginkgo.pid, 'SIGINT');
+  setTimeout(() => {
+    if (running === ginkgo) process.kill(-ginkgo.pid!, 'SIGKILL');
+  }, 60_000).unref();
 }
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
@@ -92,11 +100,12 @@ async function main(): Promise<void> {
   const focusFile = process.env.FOCUS ? `${SPEC_DIRS}.*(${process.env.FOCUS})` : SPEC_DIRS;
   const focus = process.env.SPEC || undefined;
   const narrowed = Boolean(process.env.FOCUS || process.env.SPEC);
-  const procs = Number(process.env.PROCS ?? 16);
+  const procs = Number(process.env.PROCS ?? 20);
   if (!Number.isInteger(procs) || procs < 1) throw new Error(`PROCS: expected a positive integer, got ${process.env.PROCS}`);
   const env = clusterEnv();
   const work = join(env.clusterDir, 'conformance');
   const resultsFile = process.env.RESULTS ?? (narrowed ? join(work, 'results.json') : join(projectRoot, 'test/conformance/results/latest.json'));
+  if (process.env.RECLASSIFY === '1') return reclassify(resultsFile, work);
   mkdirSync(work, { recursive: true });
   mkdirSync(dirname(resultsFile), { recursive: true });
   // Ginkgo runs a precompiled suite only when its name ends in .test.
@@ -144,7 +153,7 @@ async function main(): Promise<void> {
     let code: number | null;
     try {
       const log = openSync(join(dir, 'ginkgo.log'), 'w');
-      const child = (running = spawn(ginkgo, [`--procs=${procs}`, '--timeout=3h', '--no-color', '--json-report=report.json', `--output-dir=${dir}`, e2e, '--', ...flags, '-ginkgo.timeout=3h'], { cwd: dir, stdio: ['ignore', log, log] }));
+      const child = (running = spawn(ginkgo, [`--procs=${procs}`, '--timeout=3h', '--no-color', '--json-report=report.json', `--output-dir=${dir}`, e2e, '--', ...flags, '-ginkgo.timeout=3h'], { cwd: dir, stdio: ['ignore', log, log], detached: true }));
       closeSync(log);
       code = await waitExit(child);
       running = undefined;
@@ -165,15 +174,36 @@ async function main(): Promise<void> {
     writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
     console.log(`conformance: ${kind}: done in ${Math.round((Date.now() - t0) / 60_000)} min`);
   }
+  finish(results, resultsFile, !narrowed && !process.env.RESULTS && !interrupted);
+}
+
+function finish(results: Results, resultsFile: string, tables: boolean): void {
+  writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   console.log(renderSummary(results));
   console.log(`results: ${resultsFile}`);
-  if (!narrowed && !process.env.RESULTS && !interrupted) {
-    for (const [file, section] of [['test/conformance/README.md', renderTable(results, 'full')], ['README.md', renderTable(results, 'headline')]] as const) {
-      const path = join(projectRoot, file);
-      writeFileSync(path, replaceBetweenMarkers(readFileSync(path, 'utf8'), 'conformance-results', section));
-    }
-    console.log('tables rewritten: test/conformance/README.md, README.md');
+  if (!tables) return;
+  for (const [file, section] of [['test/conformance/README.md', renderTable(results, 'full')], ['README.md', renderTable(results, 'headline')]] as const) {
+    const path = join(projectRoot, file);
+    writeFileSync(path, replaceBetweenMarkers(readFileSync(path, 'utf8'), 'conformance-results', section));
   }
+  console.log('tables rewritten: test/conformance/README.md, README.md');
+}
+
+/** The last run's results with their causes found again from its reports (.cluster/conformance/<agent>/report.json). */
+function reclassify(resultsFile: string, work: string): void {
+  if (!existsSync(resultsFile)) throw new Error(`${resultsFile}: no results to reclassify`);
+  let results = JSON.parse(readFileSync(resultsFile, 'utf8')) as Results;
+  const selection = selectedSpecs(JSON.parse(readFileSync(join(work, 'dry-run.json'), 'utf8'))).map((s) => s.spec);
+  if (selection.length !== results.selection.specs) throw new Error(`the last dry run selected ${selection.length} specs, the results ${results.selection.specs}: run again instead`);
+  for (const kind of AGENT_KINDS) {
+    const a = results.agents[kind];
+    const report = join(work, kind, 'report.json');
+    if (!a || !existsSync(report)) continue;
+    const outcomes = readReport(JSON.parse(readFileSync(report, 'utf8')), selection);
+    const { date, commit, machine, version, procs, seconds } = a;
+    results = mergeResults(results, { agents: { [kind]: agentResult(kind, outcomes, classify, { date, commit, machine, version, procs, seconds }) } });
+  }
+  finish(results, resultsFile, resultsFile === join(projectRoot, 'test/conformance/results/latest.json'));
 }
 
 main().then(() => process.exit(interrupted ? 130 : 0), (err: unknown) => {

@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import { projectRoot } from '../support/cluster.js';
 
 // Specs nodelet passes today, each quick: they need the scheduler, the controller-manager (a
-// namespace's default ServiceAccount), the e2e images under their names, and nodelet's status,
-// restart counts and init-container failures to be the kubelet's.
+// namespace's default ServiceAccount), the e2e images under their names, and nodelet's statuses,
+// termination reasons and init-container failures to be the kubelet's.
 const SPECS = [
   'Pods should get a host IP',
   'Pods should be submitted and removed',
-  'Container Runtime blackbox test when starting a container that exits should run with the expected status',
+  'Kubelet when scheduling a busybox command that always fails in a pod should have an terminated reason',
   'InitContainer should not start app containers and fail the pod if init containers fail on a RestartNever pod',
 ];
 

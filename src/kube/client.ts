@@ -134,4 +134,13 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     return this.getOrUndefined(`/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`);
   }
+
+  /** A token of the service account, bound to a pod (TokenRequest). */
+  async requestToken(namespace: string, serviceAccount: string, spec: object): Promise<{ token: string; expirationTimestamp: string }> {
+    const res = await this.rest.request<{ status?: { token?: string; expirationTimestamp?: string } }>('POST', `/api/v1/namespaces/${enc(namespace)}/serviceaccounts/${enc(serviceAccount)}/token`, {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec },
+    });
+    if (!res.status?.token) throw new Error(`TokenRequest for ${namespace}/${serviceAccount} returned no token`);
+    return { token: res.status.token, expirationTimestamp: res.status.expirationTimestamp ?? '' };
+  }
 }

@@ -74,17 +74,30 @@ function fieldValue(path: string, ctx: EnvContext): string {
   }
 }
 
-function resourceValue(resource: string, divisorText: string | undefined, ctx: EnvContext): string {
+/**
+ * A container's resource as the downward API gives it: its limit or request, an unset limit being
+ * the node's (`defaults`: cores and bytes), in units of the divisor, rounded up.
+ */
+export function containerResourceValue(container: V1Container, resource: string, divisorText: string | undefined, defaults: { cpu: number; memory: number }): string {
   const [kind, name] = resource.split('.') as [string, string];
-  const res = ctx.container.resources;
+  const res = container.resources;
   const table = (kind === 'limits' ? res?.limits : res?.requests) as Record<string, string> | undefined;
   let value: number;
-  if (table?.[name] !== undefined) value = parseQuantity(table[name]!);
-  else if (name === 'cpu') value = kind === 'limits' ? os.cpus().length : 0;
-  else if (name === 'memory') value = kind === 'limits' ? ctx.memoryCapacity : 0;
-  else throw configError(`unsupported container resource: ${resource}`);
+  if (table?.[name] !== undefined && parseQuantity(table[name]!) > 0) value = parseQuantity(table[name]!);
+  else if (name === 'cpu') value = kind === 'limits' ? defaults.cpu : 0;
+  else if (name === 'memory') value = kind === 'limits' ? defaults.memory : 0;
+  else if (name === 'ephemeral-storage') value = 0;
+  else throw new Error(`unsupported container resource : ${resource}`);
   const divisor = divisorText ? parseQuantity(divisorText) : 1;
-  return String(Math.ceil(value / divisor - 1e-9));
+  return String(Math.ceil(value / (divisor || 1) - 1e-9));
+}
+
+function resourceValue(resource: string, divisorText: string | undefined, ctx: EnvContext): string {
+  try {
+    return containerResourceValue(ctx.container, resource, divisorText, { cpu: os.cpus().length, memory: ctx.memoryCapacity });
+  } catch (err) {
+    throw configError((err as Error).message);
+  }
 }
 
 async function keyRef(kind: 'configmap' | 'secret', ns: string, name: string, key: string, optional: boolean, source: ConfigSource | undefined): Promise<string | undefined> {

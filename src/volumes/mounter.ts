@@ -1,0 +1,60 @@
+// The few mounts volumes need on the host: tmpfs for memory-backed volumes, and read-only or
+// pinning bind mounts for subPaths. Done with util-linux's mount/umount (nodelet runs as root).
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface Mounter {
+  mountTmpfs(dir: string, sizeBytes?: number): Promise<void>;
+  /** `src` at `dst` (both existing), not following further links than realpath already did. */
+  bind(src: string, dst: string, readOnly: boolean): Promise<void>;
+  unmount(dir: string): Promise<void>;
+  isMountPoint(dir: string): Promise<boolean>;
+  /** Mount points at or under `dir`, deepest first. */
+  mountsUnder(dir: string): Promise<string[]>;
+}
+
+function unescapeMountPath(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+async function mountPoints(): Promise<string[]> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8');
+  return text.split('\n').filter(Boolean).map((l) => unescapeMountPath(l.split(' ')[4] ?? ''));
+}
+
+async function mount(args: string[]): Promise<void> {
+  try {
+    await run('mount', args);
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`mount ${args.join(' ')}: ${(e.stderr || e.message).trim()}`);
+  }
+}
+
+export const hostMounter: Mounter = {
+  async mountTmpfs(dir, sizeBytes) {
+    await mount(['-t', 'tmpfs', '-o', sizeBytes ? `size=${sizeBytes}` : 'defaults', 'tmpfs', dir]);
+  },
+  async bind(src, dst, readOnly) {
+    await mount(['--bind', src, dst]);
+    // A read-only bind takes a remount of its own.
+    if (readOnly) await mount(['-o', 'remount,bind,ro', dst]);
+  },
+  async unmount(dir) {
+    try {
+      await run('umount', [dir]);
+    } catch {
+      // Busy (a container still holds it): detach it now, the kernel frees it when the last user goes.
+      await run('umount', ['-l', dir]).catch(() => undefined);
+    }
+  },
+  async isMountPoint(dir) {
+    return (await mountPoints()).includes(dir);
+  },
+  async mountsUnder(dir) {
+    return (await mountPoints()).filter((m) => m === dir || m.startsWith(`${dir}/`)).sort((a, b) => b.length - a.length);
+  },
+};

@@ -36,6 +36,14 @@ export interface NodeletConfig {
   kubeconfig: string;
   runtimeEndpoint: string;
   podLogRoot: string;
+  /** The agent's own state: pods' volumes, /etc/hosts and termination-message files (the kubelet's --root-dir). */
+  rootDir: string;
+  /** The cluster's DNS domain: a pod's search path under ClusterFirst, its own name in /etc/hosts. */
+  clusterDomain: string;
+  /** The cluster DNS servers pods with dnsPolicy ClusterFirst use (none: they get the node's resolv.conf). */
+  clusterDNS: string[];
+  /** The node's resolv.conf, the base of dnsPolicy Default ('' for none). */
+  resolvConf: string;
   nodeIP: string;
   address: string;
   port: number;
@@ -79,6 +87,10 @@ export function defaultConfig(): NodeletConfig {
     kubeconfig: '',
     runtimeEndpoint: 'unix:///run/containerd/containerd.sock',
     podLogRoot: '/var/log/pods',
+    rootDir: '/var/lib/nodelet',
+    clusterDomain: '',
+    clusterDNS: [],
+    resolvConf: '/etc/resolv.conf',
     nodeIP: '',
     address: '127.0.0.1',
     port: 10250,
@@ -131,7 +143,7 @@ export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv):
   });
 }
 
-type Kind = 'string' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
+type Kind = 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
 
 interface FieldSpec {
   kind: Kind;
@@ -148,6 +160,10 @@ const fields: Record<string, FieldSpec> = {
   kubeconfig: { kind: 'string' },
   runtimeEndpoint: { kind: 'endpoint' },
   podLogRoot: { kind: 'string' },
+  rootDir: { kind: 'string' },
+  clusterDomain: { kind: 'string' },
+  clusterDNS: { kind: 'stringList' },
+  resolvConf: { kind: 'string' },
   nodeIP: { kind: 'string' },
   address: { kind: 'string' },
   port: { kind: 'int', min: 0, max: 65535 },
@@ -199,6 +215,12 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
   switch (spec.kind) {
     case 'string':
       return typeof raw === 'string' ? expandEnv(raw, field, env) : fail('a string');
+    case 'stringList': {
+      // A list in the file; a flag gives it comma-separated.
+      const items = typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : raw;
+      if (!Array.isArray(items) || items.some((x) => typeof x !== 'string')) return fail('a list of strings');
+      return (items as string[]).map((x, i) => expandEnv(x, `${field}[${i}]`, env));
+    }
     case 'endpoint': {
       if (typeof raw !== 'string') return fail('a string');
       const v = expandEnv(raw, field, env);

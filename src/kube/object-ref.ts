@@ -47,5 +47,6 @@ export const EventReasons = {
   FailedCreatePodSandBox: 'FailedCreatePodSandBox',
   FailedStatusPodSandBox: 'FailedStatusPodSandBox',
   FailedMountVolume: 'FailedMount',
+  MissingClusterDNS: 'MissingClusterDNS',
   NetworkNotReady: 'NetworkNotReady',
 } as const;

@@ -167,6 +167,15 @@ async function makeMountPoint(rootfs: string, hostPath: string, containerPath: s
 /** PATH for a container whose image sets none (the OCI default). */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+/** resolv.conf from a sandbox's DNS config: search, nameserver and options lines, as containerd writes them. */
+export function resolvConf(dns: { servers?: string[]; searches?: string[]; options?: string[] }): string {
+  let out = '';
+  if (dns.searches?.length) out += `search ${dns.searches.join(' ')}\n`;
+  for (const ns of dns.servers ?? []) out += `nameserver ${ns}\n`;
+  if (dns.options?.length) out += `options ${dns.options.join(' ')}\n`;
+  return out;
+}
+
 /** The CRI mounts of a container as binds. */
 function criMounts(config: ContainerConfig): LaunchSpec['mounts'] {
   return (config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
@@ -373,6 +382,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const id = randomBytes(32).toString('hex');
     const s: SandboxRecord = { id, config, state: 'SANDBOX_READY', createdAt: nowNs(), ip: this.hostIP };
     await this.persistSandbox(s);
+    // The pod's own resolv.conf, as containerd writes one from the DNS config it is given.
+    const dns = config.dns_config;
+    if (dns && (dns.servers?.length || dns.searches?.length || dns.options?.length)) {
+      await writeFile(join(this.opts.root, 'sandboxes', id, 'resolv.conf'), resolvConf(dns));
+    }
     this.sandboxes.set(id, s);
     return id;
   }
@@ -554,7 +568,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     env.set('HOSTNAME', s.config.hostname || s.config.metadata?.name || 'pod');
     for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
     const mounts = criMounts(c.config);
-    if (existsSync('/etc/resolv.conf')) mounts.push({ hostPath: '/etc/resolv.conf', containerPath: '/etc/resolv.conf', readonly: true });
+    const podResolv = join(this.opts.root, 'sandboxes', s.id, 'resolv.conf');
+    const resolv = existsSync(podResolv) ? podResolv : '/etc/resolv.conf';
+    if (existsSync(resolv)) mounts.push({ hostPath: resolv, containerPath: '/etc/resolv.conf', readonly: true });
     const dir = this.cdir(c.id);
     // As runc: a command that is not there fails the start, rather than a container that exits at once.
     const missing = missingExecutable(rootfs, argv[0]!, env.get('PATH') ?? '', c.config.working_dir || img.config.WorkingDir || '/');

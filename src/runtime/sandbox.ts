@@ -3,7 +3,9 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/types.js';
+import { EventReasons, podRef } from '../kube/object-ref.js';
 import type { RuntimeManagerDeps } from './deps.js';
+import { podDns } from './dns.js';
 import { newPodAnnotations, newPodLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
 import { isHostNetworkPod, networkNamespaceForPod } from './pod-actions.js';
 
@@ -12,13 +14,14 @@ export function podLogDirectory(root: string, namespace: string, name: string, u
   return join(root, `${namespace}_${name}_${uid}`);
 }
 
-/** The hostname the pod's containers see: spec.hostname, else the pod name, cut to 63 characters. */
-function podHostname(pod: V1Pod): string {
+/** The hostname the pod's containers see: spec.hostnameOverride, else spec.hostname, else the pod name cut to 63 characters. */
+export function podHostname(pod: V1Pod): string {
+  if (pod.spec?.hostnameOverride) return pod.spec.hostnameOverride;
   const h = pod.spec?.hostname || pod.metadata?.name || '';
   return h.slice(0, 63).replace(/[-.]+$/, '');
 }
 
-export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged'>, pod: V1Pod, attempt: number): PodSandboxConfig {
+export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged' | 'dns'>, pod: V1Pod, attempt: number): PodSandboxConfig {
   const meta = pod.metadata ?? {};
   const spec = pod.spec!;
   const hostNetwork = isHostNetworkPod(pod);
@@ -51,19 +54,16 @@ export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogR
   };
   // runc cannot set a hostname without its own UTS namespace; the kubelet sends none for host-network pods.
   if (!hostNetwork) config.hostname = podHostname(pod);
-  if (spec.dnsConfig || spec.dnsPolicy === 'None') {
-    config.dns_config = {
-      servers: spec.dnsConfig?.nameservers ?? [],
-      searches: spec.dnsConfig?.searches ?? [],
-      options: (spec.dnsConfig?.options ?? []).map((o) => (o.value ? `${o.name}:${o.value}` : o.name ?? '')),
-    };
-  }
+  const dns = podDns(pod, deps.dns).config;
+  if (dns) config.dns_config = dns;
   return config;
 }
 
 /** Creates the pod's sandbox (and its log directory) and returns its ID. */
 export async function createPodSandbox(deps: RuntimeManagerDeps, pod: V1Pod, attempt: number): Promise<string> {
   const config = generatePodSandboxConfig(deps, pod, attempt);
+  const missing = podDns(pod, deps.dns).missingClusterDNS;
+  if (missing) deps.recorder.event(podRef(pod), 'Warning', EventReasons.MissingClusterDNS, missing);
   await mkdir(config.log_directory!, { recursive: true, mode: 0o755 });
   return deps.runtime.runPodSandbox(config, pod.spec?.runtimeClassName ?? '');
 }

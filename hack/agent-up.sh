@@ -13,6 +13,7 @@ if pid=$(pid_of "$name"); then log "$name already running (pid $pid)"; exit 0; f
 [ -f "$TOP/dist/src/cli/main.js" ] || { echo "agent-up: build first (make build)" >&2; exit 1; }
 setsid "$TOP/dist/src/cli/main.js" run --node-name "$NODE" --kubeconfig "$KUBECONFIG" \
   --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --pod-log-root "$NODELET_POD_LOG_ROOT" \
+  --root-dir "$CLUSTER_DIR/agents/$NODE" \
   --port "$PORT" --log-format json ${NODELET_FLAGS:-} >>"$CLUSTER_DIR/$name.log" 2>&1 </dev/null &
 echo $! >"$CLUSTER_DIR/$name.pid"
 readlink -f "$(command -v node)" >"$CLUSTER_DIR/$name.exe"

@@ -152,7 +152,6 @@ start kube-apiserver "$APISERVER_BIN" \
   --api-audiences https://kubernetes.default.svc.cluster.local \
   --service-cluster-ip-range "$SERVICE_CIDR" \
   --allow-privileged=true \
-  --disable-admission-plugins ServiceAccount \
   --endpoint-reconciler-type none \
   --profiling=false --cert-dir "$pki" --v 1
 
@@ -199,6 +198,10 @@ start kube-controller-manager "$CONTROLLER_MANAGER_BIN" --kubeconfig "$kc" --aut
   --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" --v 1
 wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 wait_for kube-controller-manager 60 curl -sfk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
+# The ServiceAccount admission plugin refuses pods until their namespace's default account exists,
+# and the root CA ConfigMap their token volume projects must be there: the controllers make both.
+wait_for kube-controller-manager 60 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "$apiserver/api/v1/namespaces/default/serviceaccounts/default"
+wait_for kube-controller-manager 60 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "$apiserver/api/v1/namespaces/default/configmaps/kube-root-ca.crt"
 
 ln -sf "$KUBECTL_BIN" "$CLUSTER_DIR/bin/kubectl"
 ln -sf "$CRICTL_BIN" "$CLUSTER_DIR/bin/crictl"

@@ -38,6 +38,11 @@ import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { hostIPv4 } from '../util/net.js';
+import { newVolumes, type Volumes } from '../volumes/volume-host.js';
+import { VolumesNotReadyError } from '../volumes/volume-manager.js';
+
+/** How soon a pod whose volumes could not be set up is tried again (the kubelet's sync back-off). */
+const VOLUME_RETRY_MS = 10_000;
 
 export interface AgentDeps {
   logger: Logger;
@@ -62,6 +67,7 @@ export class Agent implements PodSyncer {
   private mirrors?: MirrorPodManager;
   private readonly server: AgentServer;
   private deps!: RuntimeManagerDeps;
+  private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
   private readonly firstSeen = new Map<string, number>();
   private readonly loops: Array<{ timer?: Timer }> = [];
@@ -116,6 +122,7 @@ export class Agent implements PodSyncer {
       backoffMaxMs: opts.podWorkerBackOff.maxMs,
       maxConcurrentSyncs: opts.maxConcurrentSyncs,
     });
+    this.volumes = newVolumes({ rootDir: opts.rootDir, kube, recorder: this.recorder, logger: this.logger, clock: this.clock, node: () => this.nodeController?.nodeObject ?? this.localNode });
     const onPod = (type: UpdateType) => (pod: V1Pod) => this.handlePod(pod, type);
     if (opts.staticPodPath) {
       this.staticPods = new StaticPodSource(opts.staticPodPath, opts.nodeName, { onAdd: onPod('create'), onDelete: onPod('delete') }, this.logger);
@@ -209,12 +216,15 @@ export class Agent implements PodSyncer {
         shouldPodRuntimeBeRemoved: (uid) => workers.isPodTerminated(uid),
       },
       probes: { liveness: noProbeResults, startup: noProbeResults },
-      configSource: this.kube,
+      configSource: this.volumes.objects,
       podLogRoot: this.config.podLogRoot,
       cpuCFSQuota: this.config.cpuCFSQuota,
       allowPrivileged: this.config.allowPrivileged,
       crashLoopBackoff: new Backoff(this.clock, this.config.crashLoopBackOff.initialMs, this.config.crashLoopBackOff.maxMs),
       memoryCapacity: os.totalmem(),
+      volumes: this.volumes.manager,
+      clusterDomain: this.config.clusterDomain,
+      dns: { clusterDNS: this.config.clusterDNS, clusterDomain: this.config.clusterDomain, resolvConf: this.config.resolvConf },
     };
     this.port = await this.server.listen(this.config.address, this.config.port);
     if (this.kube) {
@@ -255,6 +265,7 @@ export class Agent implements PodSyncer {
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
     await this.server.close();
+    this.volumes.stop();
     this.cri?.close();
     // The process runtime's containers keep running too: a restarted agent (and runtime) adopts them.
     await this.processRuntime?.server.close();
@@ -343,6 +354,14 @@ export class Agent implements PodSyncer {
       this.statusManager.setPodStatus(pod, pre);
       return { terminal: true };
     }
+    try {
+      await this.volumes.manager.mountPod(pod);
+    } catch (err) {
+      if (!(err instanceof VolumesNotReadyError)) throw err;
+      // The pod waits (ContainerCreating) with its FailedMount events; the volumes are tried again soon.
+      this.statusManager.setPodStatus(pod, pre);
+      return { requeueAfterMs: VOLUME_RETRY_MS };
+    }
     const result = await syncPod(this.deps, pod, before);
     this.lastSync.set(uid, result);
     const after = await getPodStatus(this.deps, uid, name, namespace);
@@ -373,6 +392,9 @@ export class Agent implements PodSyncer {
 
   async syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
+    // Its containers are gone: so go its volumes (its directory, with the termination messages, goes with the pod).
+    if (removedFromApi) await this.volumes.manager.removePod(uid);
+    else await this.volumes.manager.unmountPod(uid);
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
       this.firstSeen.delete(uid);
@@ -418,6 +440,10 @@ export class Agent implements PodSyncer {
         const err = res.error();
         if (err) this.logger.warn('failed to kill unwanted pod', { uid: p.uid, error: err.message });
       }
+      // Directories of pods no source has any more, and whose containers are gone.
+      const runningUIDs = new Set(running.map((p) => p.uid));
+      const removed = await this.volumes.manager.cleanupOrphans((uid) => this.workers.isKnown(uid) || runningUIDs.has(uid));
+      if (removed.length) this.logger.info('removed orphaned pod directories', { uids: removed });
     } catch (err) {
       this.logger.warn('housekeeping failed', { error: (err as Error).message });
     } finally {

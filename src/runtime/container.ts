@@ -3,7 +3,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { rm } from 'node:fs/promises';
 import { isNotFound } from '../cri/errors.js';
-import type { ContainerConfig, PodSandboxConfig, ContainerStatus as CriContainerStatus } from '../cri/types.js';
+import type { ContainerConfig, Mount, PodSandboxConfig, ContainerStatus as CriContainerStatus } from '../cri/types.js';
 import { containerRef, EventReasons } from '../kube/object-ref.js';
 import { podFields } from '../observability/logger.js';
 import type { RuntimeManagerDeps } from './deps.js';
@@ -20,6 +20,9 @@ import {
 } from './labels.js';
 import type { ContainerKillReason } from './pod-actions.js';
 import { linuxContainerResources } from './resources.js';
+import { podHostname } from './sandbox.js';
+import { readTerminationMessage } from './termination-message.js';
+import { makeMounts } from '../volumes/container-mounts.js';
 import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
 
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -65,7 +68,14 @@ export async function getPodContainerStatuses(deps: RuntimeManagerDeps, uid: str
     containers.map(async (c) => {
       try {
         const res = await deps.runtime.containerStatus(c.id);
-        return res.status ? toContainerStatus(deps.runtimeName, res.status) : undefined;
+        if (!res.status) return undefined;
+        const st = toContainerStatus(deps.runtimeName, res.status);
+        if (st.state === 'exited') {
+          const a = getContainerInfoFromAnnotations(res.status.annotations);
+          const term = await readTerminationMessage(res.status, a.terminationMessagePath, a.terminationMessagePolicy);
+          if (term) st.message = st.message ? `${st.message}: ${term}` : term;
+        }
+        return st;
       } catch (err) {
         // Removed between the list and the status call: as if it was never listed.
         if (isNotFound(err)) return undefined;
@@ -88,8 +98,11 @@ export interface StartContainerInput {
 
 async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartContainerInput, imageRef: string, restartCount: number): Promise<ContainerConfig> {
   const { container, pod } = input;
-  if (container.volumeMounts?.length || container.volumeDevices?.length) {
-    throw new SyncError(Reasons.CreateContainerConfig, `volume mounts are not supported by nodelet yet (container ${container.name} mounts ${(container.volumeMounts ?? []).map((m) => m.name).join(', ')})`);
+  if (container.volumeDevices?.length) {
+    throw new SyncError(Reasons.CreateContainerConfig, `volume devices are not supported by nodelet (container ${container.name} uses ${container.volumeDevices.map((m) => m.name).join(', ')})`);
+  }
+  if (!deps.volumes && container.volumeMounts?.length) {
+    throw new SyncError(Reasons.CreateContainerConfig, `volume mounts need a volume manager (container ${container.name} mounts ${container.volumeMounts.map((m) => m.name).join(', ')})`);
   }
   const env = await makeEnvironment({
     pod,
@@ -101,6 +114,24 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
     configSource: deps.configSource,
   });
   const { command, args } = expandCommandAndArgs(container, env);
+  let mounts: Mount[] = [];
+  if (deps.volumes) {
+    try {
+      mounts = await makeMounts({
+        pod,
+        container,
+        volumes: deps.volumes.volumesOf(pod.metadata?.uid ?? ''),
+        paths: deps.volumes.host.paths,
+        mounter: deps.volumes.host.mounter,
+        env: new Map(env.map((e) => [e.key, e.value])),
+        podIPs: input.podIPs,
+        hostname: podHostname(pod),
+        clusterDomain: deps.clusterDomain,
+      });
+    } catch (err) {
+      throw new SyncError(Reasons.CreateContainerConfig, (err as Error).message, { cause: err });
+    }
+  }
   const sc = container.securityContext;
   const podSc = pod.spec?.securityContext;
   const runAsUser = sc?.runAsUser ?? podSc?.runAsUser;
@@ -111,6 +142,7 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
     command,
     args,
     working_dir: container.workingDir ?? '',
+    mounts,
     // KeyValue.value is `bytes` in CRI v1: a string would be read as base64.
     envs: env.map((e) => ({ key: e.key, value: Buffer.from(e.value, 'utf8') })),
     labels: newContainerLabels(container, pod, deps.nodeName),

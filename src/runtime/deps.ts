@@ -6,7 +6,9 @@ import type { EventRecorder } from '../kube/object-ref.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../util/clock.js';
+import type { MountedVolume, VolumeHost } from '../volumes/types.js';
 import type { Backoff } from './backoff.js';
+import type { DnsSettings } from './dns.js';
 import type { ProbeInputs } from './pod-actions.js';
 
 /** What the pod workers know of a pod's life cycle (the seed's podStateProvider). */
@@ -48,4 +50,10 @@ export interface RuntimeManagerDeps {
   crashLoopBackoff: Backoff;
   /** Node memory capacity in bytes, for the OOM score of Burstable pods. */
   memoryCapacity: number;
+  /** The pods' set-up volumes and where their files go; without it a container may mount nothing. */
+  volumes?: { host: VolumeHost; volumesOf(uid: string): Map<string, MountedVolume> };
+  /** The cluster's DNS domain (cluster.local), for the pod's own entry in /etc/hosts. */
+  clusterDomain: string;
+  /** How pods' DNS is chosen (dnsPolicy): the cluster's servers, and the node's resolv.conf. */
+  dns: DnsSettings;
 }

@@ -36,6 +36,8 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
       '--kubeconfig', env.kubeconfig,
       '--runtime-endpoint', env.runtimeEndpoint,
       '--pod-log-root', env.podLogRoot,
+      // Each agent's pod directories (volumes, /etc/hosts, termination messages) of its own.
+      '--root-dir', join(logDir, nodeName),
       '--port', '0',
       '--log-format', 'json',
       '--log-level', 'debug',

@@ -50,6 +50,8 @@ export function fakeDeps(overrides: Partial<RuntimeManagerDeps> = {}) {
     allowPrivileged: false,
     crashLoopBackoff: new Backoff(clock, CRASH_LOOP_INITIAL_MS, CRASH_LOOP_MAX_MS),
     memoryCapacity: 8 * 2 ** 30,
+    clusterDomain: 'cluster.local',
+    dns: { clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local', resolvConf: '' },
     ...overrides,
   };
   return { deps, clock, runtime, recorder, gone };

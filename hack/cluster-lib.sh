@@ -17,7 +17,7 @@ SCHEDULER_PORT=${NODELET_SCHEDULER_PORT:-26259}
 CONTROLLER_MANAGER_PORT=${NODELET_CONTROLLER_MANAGER_PORT:-26257}
 POD_CIDR=${NODELET_POD_CIDR:-10.217.0.0/16}
 SERVICE_CIDR=10.96.0.0/16
-BRIDGE=nodelet0
+BRIDGE=${NODELET_BRIDGE:-nodelet0}
 # unix socket paths are limited to 107 bytes; a deep checkout gets its sockets under /tmp instead.
 if [ ${#CLUSTER_DIR} -le 60 ]; then
   RUN_DIR="$CLUSTER_DIR/run"

@@ -67,7 +67,7 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
   const done = (p: V1Pod) => (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined);
 
   test('an ordinary pod gets a valid service-account token, the cluster CA and its namespace at the usual path', async () => {
-    const created = await createPod(node, 'sa', { restartPolicy: 'Never', containers: [container('c', 'd=/var/run/secrets/kubernetes.io/serviceaccount; cat $d/namespace; echo; head -c 40 $d/ca.crt; echo; cat $d/token')] });
+    const created = await createPod(node, 'sa', { restartPolicy: 'Never', containers: [container('c', 'd=/var/run/secrets/kubernetes.io/serviceaccount; cat $d/namespace; echo; head -n 1 $d/ca.crt; cat $d/token')] });
     assert.ok(created.spec!.volumes!.some((v) => v.name.startsWith('kube-api-access-')), 'the ServiceAccount admission plugin gave the pod its token volume');
     const pod = await waitPod(created, 'Succeeded', 60_000, done);
     assert.equal(pod.status!.phase, 'Succeeded', JSON.stringify(pod.status));
@@ -82,12 +82,18 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
 
   test('a ConfigMap edited while its pod runs reaches the mounted file; a subPath mount of it does not change', async () => {
     const cm = await configMap({ greeting: 'hello' });
-    const created = await createPod(node, 'cm-live', {
+    const live = await createPod(node, 'cm-live', {
       volumes: [{ name: 'cfg', configMap: { name: cm } }],
-      containers: [container('c', sleep, { volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }, { name: 'cfg', mountPath: '/pinned', subPath: 'greeting' }] })],
+      containers: [container('c', sleep, { volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }] })],
     });
-    await waitPod(created, 'Running', 60_000, running);
-    const exec = (path: string) => execIn(created, ['cat', path]);
+    // The subPath one reports what it sees itself (an exec could not tell: see the README on the process runtime).
+    const pinned = await createPod(node, 'cm-pinned', {
+      volumes: [{ name: 'cfg', configMap: { name: cm } }],
+      containers: [container('c', 'while true; do cat /pinned; echo; sleep 0.5; done', { volumeMounts: [{ name: 'cfg', mountPath: '/pinned', subPath: 'greeting' }] })],
+    });
+    await waitPod(live, 'Running', 60_000, running);
+    await waitPod(pinned, 'Running', 60_000, running);
+    const exec = (path: string) => execIn(live, ['cat', path]);
     assert.equal(await exec('/cfg/greeting'), 'hello');
     await core.patchNamespacedConfigMap({ name: cm, namespace: NS, body: { data: { greeting: 'bonjour' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
     const t0 = Date.now();
@@ -96,7 +102,10 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
       assert.ok(Date.now() - t0 < 90_000, 'the edit reached the file within 90 s');
       await new Promise((r) => setTimeout(r, 500));
     }
-    assert.equal(await exec('/pinned'), 'hello', 'a subPath is resolved once, as the kubelet does');
+    await new Promise((r) => setTimeout(r, 2000));
+    const seen = (await output(pinned)).split('\n').filter(Boolean);
+    assert.equal(seen.at(-1), 'hello', 'a subPath is resolved once, as the kubelet does');
+    assert.ok(!seen.includes('bonjour'));
   });
 
   test('a missing ConfigMap: ContainerCreating with FailedMount in the kubelet\'s words, then Running once it exists', async () => {

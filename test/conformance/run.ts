@@ -97,7 +97,12 @@ async function deleteLeftoverNamespaces(core: k8s.CoreV1Api): Promise<number> {
 async function main(): Promise<void> {
   const agents = (process.env.AGENT ?? AGENT_KINDS.join(',')).split(',').map((a) => a.trim()).filter(Boolean) as AgentKind[];
   for (const a of agents) if (!AGENT_KINDS.includes(a)) throw new Error(`AGENT: unknown agent ${a} (${AGENT_KINDS.join(', ')})`);
-  const focusFile = process.env.FOCUS ? `${SPEC_DIRS}.*(${process.env.FOCUS})` : SPEC_DIRS;
+  let fileFilter: RegExp | undefined;
+  try {
+    fileFilter = process.env.FOCUS ? new RegExp(process.env.FOCUS) : undefined;
+  } catch (err) {
+    throw new Error(`FOCUS: not a regular expression: ${(err as Error).message}`);
+  }
   const focus = process.env.SPEC || undefined;
   const narrowed = Boolean(process.env.FOCUS || process.env.SPEC);
   const procs = Number(process.env.PROCS ?? 20);
@@ -114,12 +119,22 @@ async function main(): Promise<void> {
   symlinkSync(bin('e2e.test'), e2e);
   const ginkgo = bin('ginkgo');
 
-  const flags = e2eFlags(env.kubeconfig, focusFile, focus);
   const dryReport = join(work, 'dry-run.json');
-  const dry = spawnSync(e2e, [...flags, '-ginkgo.dry-run', `-ginkgo.json-report=${dryReport}`], { cwd: work, encoding: 'utf8' });
-  if (dry.status !== 0) throw new Error(`e2e.test dry run failed (exit ${dry.status}): ${dry.stderr.slice(-500)}`);
-  const selection = selectedSpecs(JSON.parse(readFileSync(dryReport, 'utf8')));
+  const dryRun = (focusFile: string) => {
+    const dry = spawnSync(e2e, [...e2eFlags(env.kubeconfig, focusFile, focus), '-ginkgo.dry-run', `-ginkgo.json-report=${dryReport}`], { cwd: work, encoding: 'utf8' });
+    if (dry.status !== 0) throw new Error(`e2e.test dry run failed (exit ${dry.status}): ${dry.stderr.slice(-500)}`);
+    return selectedSpecs(JSON.parse(readFileSync(dryReport, 'utf8')));
+  };
+  let focusFile = SPEC_DIRS;
+  let selection = dryRun(focusFile);
+  if (fileFilter) {
+    // FOCUS matches a spec file as the results name it (common/node/pods.go): Ginkgo is given those files.
+    const files = [...new Set(selection.map((s) => s.file))].filter((f) => fileFilter.test(f));
+    focusFile = `test/e2e/(${files.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`;
+    selection = files.length ? dryRun(focusFile) : [];
+  }
   if (selection.length === 0) throw new Error(`no spec matches (FOCUS=${process.env.FOCUS ?? ''} SPEC=${process.env.SPEC ?? ''})`);
+  const flags = e2eFlags(env.kubeconfig, focusFile, focus);
 
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(env.kubeconfig);

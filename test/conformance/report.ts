@@ -12,7 +12,7 @@ export interface SpecOutcome {
   outcome: Outcome;
   /** First line of the failure (or of the skip reason); '' when it passed. */
   message: string;
-  /** What the spec printed (its steps, and the events the framework dumps on failure). */
+  /** The whole failure, then what the spec printed (its steps, and the events the framework dumps on failure). */
   output: string;
   seconds: number;
 }
@@ -99,7 +99,7 @@ export function readReport(report: unknown, selected: string[]): SpecOutcome[] {
       file: specFile(r),
       outcome,
       message: outcome === 'passed' ? '' : firstLine(r.Failure?.Message ?? r.Failure?.ForwardedPanic ?? ''),
-      output: outcome === 'passed' ? '' : `${r.CapturedGinkgoWriterOutput ?? ''}${r.CapturedStdOutErr ?? ''}`,
+      output: outcome === 'passed' ? '' : `${r.Failure?.Message ?? ''}\n${r.CapturedGinkgoWriterOutput ?? ''}${r.CapturedStdOutErr ?? ''}`,
       seconds: Math.round((r.RunTime ?? 0) / 1e8) / 10,
     };
   });

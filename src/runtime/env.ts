@@ -3,6 +3,7 @@
 import os from 'node:os';
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../util/quantity.js';
+import { metadataField } from './fieldpath.js';
 import type { ConfigSource } from './deps.js';
 import { Reasons, SyncError } from './errors.js';
 
@@ -48,16 +49,9 @@ export interface EnvContext {
 const configError = (msg: string) => new SyncError(Reasons.CreateContainerConfig, msg);
 
 function fieldValue(path: string, ctx: EnvContext): string {
-  const meta = ctx.pod.metadata ?? {};
-  const sub = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-  if (sub) return (sub[1] === 'labels' ? meta.labels : meta.annotations)?.[sub[2]!] ?? '';
+  const meta = metadataField(ctx.pod, path);
+  if (meta !== undefined) return meta;
   switch (path) {
-    case 'metadata.name':
-      return meta.name ?? '';
-    case 'metadata.namespace':
-      return meta.namespace ?? '';
-    case 'metadata.uid':
-      return meta.uid ?? '';
     case 'spec.nodeName':
       return ctx.pod.spec?.nodeName ?? ctx.nodeName;
     case 'spec.serviceAccountName':

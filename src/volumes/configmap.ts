@@ -2,31 +2,19 @@
 // listed items at their paths; a missing ConfigMap or key fails the volume unless it is optional.
 import type { V1ConfigMap, V1KeyToPath } from '@kubernetes/client-node';
 import type { Payload } from './atomic-writer.js';
-import { fileMode, setUpAtomicVolume, tearDownVolumeDir } from './atomic-volume.js';
+import { keyedPayload, setUpAtomicVolume, tearDownVolumeDir } from './atomic-volume.js';
 import { PLUGINS } from './paths.js';
 import { VolumeSetUpError, type VolumeContext, type VolumePlugin } from './types.js';
 
 /** The files of a ConfigMap, as a configMap volume or a projected configMap source lays them out. */
 export function configMapPayload(cm: V1ConfigMap, items: V1KeyToPath[] | undefined, defaultMode: number | undefined, optional: boolean): Payload {
-  const out: Payload = new Map();
   const value = (k: string): Buffer | undefined => {
     if (cm.data?.[k] !== undefined) return Buffer.from(cm.data[k]!, 'utf8');
     if (cm.binaryData?.[k] !== undefined) return Buffer.from(cm.binaryData[k]!, 'base64');
     return undefined;
   };
-  if (!items?.length) {
-    for (const k of [...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})]) out.set(k, { data: value(k)!, mode: fileMode(undefined, defaultMode) });
-    return out;
-  }
-  for (const item of items) {
-    const data = value(item.key);
-    if (data === undefined) {
-      if (optional) continue;
-      throw new Error(`configmap references non-existent config key: ${item.key}`);
-    }
-    out.set(item.path, { data, mode: fileMode(item.mode, defaultMode) });
-  }
-  return out;
+  const keys = [...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})];
+  return keyedPayload(keys, value, items, defaultMode, optional, (k) => `configmap references non-existent config key: ${k}`);
 }
 
 /** The ConfigMap a volume names; an optional one that does not exist is empty. */

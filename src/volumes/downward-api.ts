@@ -2,6 +2,7 @@
 // containers' resources as files, on a tmpfs; labels and annotations update in place.
 import type { V1DownwardAPIVolumeFile, V1Pod } from '@kubernetes/client-node';
 import { containerResourceValue } from '../runtime/env.js';
+import { metadataField } from '../runtime/fieldpath.js';
 import type { Payload } from './atomic-writer.js';
 import { fileMode, setUpAtomicVolume, tearDownVolumeDir } from './atomic-volume.js';
 import { PLUGINS } from './paths.js';
@@ -31,23 +32,11 @@ export function formatMap(m: Record<string, string> | undefined): string {
 }
 
 function fieldFile(pod: V1Pod, path: string): string {
-  const meta = pod.metadata ?? {};
-  const sub = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-  if (sub) return (sub[1] === 'labels' ? meta.labels : meta.annotations)?.[sub[2]!] ?? '';
-  switch (path) {
-    case 'metadata.name':
-      return meta.name ?? '';
-    case 'metadata.namespace':
-      return meta.namespace ?? '';
-    case 'metadata.uid':
-      return meta.uid ?? '';
-    case 'metadata.labels':
-      return formatMap(meta.labels);
-    case 'metadata.annotations':
-      return formatMap(meta.annotations);
-    default:
-      throw new Error(`unsupported fieldPath: ${path}`);
-  }
+  if (path === 'metadata.labels') return formatMap(pod.metadata?.labels);
+  if (path === 'metadata.annotations') return formatMap(pod.metadata?.annotations);
+  const v = metadataField(pod, path);
+  if (v === undefined) throw new Error(`unsupported fieldPath: ${path}`);
+  return v;
 }
 
 /** The files of downwardAPI items; every item is tried, and the errors reported together. */

@@ -1,26 +1,14 @@
 // secret volumes: as configMap volumes, from a Secret's data, on a tmpfs.
 import type { V1KeyToPath, V1Secret } from '@kubernetes/client-node';
 import type { Payload } from './atomic-writer.js';
-import { fileMode, setUpAtomicVolume, tearDownVolumeDir } from './atomic-volume.js';
+import { keyedPayload, setUpAtomicVolume, tearDownVolumeDir } from './atomic-volume.js';
 import { PLUGINS } from './paths.js';
 import { VolumeSetUpError, type VolumeContext, type VolumePlugin } from './types.js';
 
 export function secretPayload(secret: V1Secret, items: V1KeyToPath[] | undefined, defaultMode: number | undefined, optional: boolean): Payload {
-  const out: Payload = new Map();
   const data = secret.data ?? {};
-  if (!items?.length) {
-    for (const [k, v] of Object.entries(data)) out.set(k, { data: Buffer.from(v, 'base64'), mode: fileMode(undefined, defaultMode) });
-    return out;
-  }
-  for (const item of items) {
-    const v = data[item.key];
-    if (v === undefined) {
-      if (optional) continue;
-      throw new Error(`references non-existent secret key: ${item.key}`);
-    }
-    out.set(item.path, { data: Buffer.from(v, 'base64'), mode: fileMode(item.mode, defaultMode) });
-  }
-  return out;
+  const value = (k: string) => (data[k] !== undefined ? Buffer.from(data[k]!, 'base64') : undefined);
+  return keyedPayload(Object.keys(data), value, items, defaultMode, optional, (k) => `references non-existent secret key: ${k}`);
 }
 
 export async function readSecret(ctx: VolumeContext, name: string, optional: boolean): Promise<V1Secret> {

@@ -1,13 +1,12 @@
 // What a volume plugin is given and gives back. Each kind of volume is a plugin in a file of its own.
-import type { V1ConfigMap, V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
+import type { V1Pod, V1Volume } from '@kubernetes/client-node';
+import type { ConfigSource } from '../runtime/deps.js';
 import type { Mounter } from './mounter.js';
 import type { PluginName, PodPaths } from './paths.js';
 import type { TokenManager } from './token-manager.js';
 
-export interface ObjectSource {
-  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
-  getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
-}
+/** ConfigMaps and Secrets, as volumes and env vars read them. */
+export type ObjectSource = ConfigSource;
 
 export interface VolumeHost {
   paths: PodPaths;

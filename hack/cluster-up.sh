@@ -61,6 +61,20 @@ if [ ! -f "$pki/apiserver-kubelet-client.crt" ]; then
     -extfile "$pki/apiserver-kubelet-client.ext" -out "$pki/apiserver-kubelet-client.crt" 2>/dev/null
   chmod 600 "$pki/apiserver-kubelet-client.key"
 fi
+# The nodes' serving certificate for their node API (port 10250), issued by the cluster CA for
+# the names the API server dials (every test node's Hostname address is this machine's name, and
+# its InternalIP one of its addresses), so that the API server can verify it
+# (--kubelet-certificate-authority). Made again when the machine's names change.
+host_ips=$(ip -o -4 addr show scope global 2>/dev/null | awk '$2 !~ /^(nodelet|cni|veth)/ {sub("/.*", "", $4); printf ",IP:%s", $4}')
+node_sans="DNS:$(hostname),DNS:localhost,IP:127.0.0.1$host_ips"
+if [ ! -f "$pki/node-serving.crt" ] || ! grep -qxF "subjectAltName=$node_sans" "$pki/node-serving.ext" 2>/dev/null; then
+  openssl req -newkey rsa:2048 -nodes -subj "/O=system:nodes/CN=system:node:$(hostname)" \
+    -keyout "$pki/node-serving.key" -out "$pki/node-serving.csr" 2>/dev/null
+  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$node_sans" >"$pki/node-serving.ext"
+  openssl x509 -req -in "$pki/node-serving.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 3650 \
+    -extfile "$pki/node-serving.ext" -out "$pki/node-serving.crt" 2>/dev/null
+  chmod 600 "$pki/node-serving.key"
+fi
 token=$(cat "$pki/admin-token")
 apiserver="https://127.0.0.1:$APISERVER_PORT"
 
@@ -146,6 +160,7 @@ start kube-apiserver "$APISERVER_BIN" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
   --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
   --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority "$pki/ca.crt" \
   --authorization-mode RBAC \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
@@ -222,6 +237,9 @@ export NODELET_AGNHOST_IMAGE='registry.k8s.io/e2e-test-images/agnhost:$AGNHOST_V
 export NODELET_POD_LOG_ROOT='$CLUSTER_DIR/logs/pods'
 export NODELET_KUBECTL='$KUBECTL_BIN'
 export NODELET_CRICTL='$CRICTL_BIN'
+export NODELET_NODE_TLS_CERT='$pki/node-serving.crt'
+export NODELET_NODE_TLS_KEY='$pki/node-serving.key'
+export NODELET_CLIENT_CA='$pki/ca.crt'
 export PATH='$CLUSTER_DIR/bin':"\$PATH"
 ENV
 log "cluster up in $((SECONDS - started)) s: source .cluster/env (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, ...)"

@@ -2,7 +2,8 @@
 # `make run`: nodelet standalone, with no cluster and no container engine. It installs what it
 # needs, builds, starts nodelet with its process runtime on the example static pods (examples/pods),
 # and shows them live like `kubectl get pods -w`. Ctrl-C stops nodelet and every container it ran.
-#   NODELET_RUN_DIR (default .run/) holds state and logs; NODELET_RUN_PORT (default 10255) the agent's port.
+#   NODELET_RUN_DIR (default .run/) holds state and logs; NODELET_RUN_PORT (default 10255) the agent's read-only
+#   port (plain HTTP on loopback: /healthz and /pods for the live view).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -18,7 +19,7 @@ fi
 
 export NODELET_RUN_NODE=${NODELET_RUN_NODE:-$(hostname | tr 'A-Z_' 'a-z-')} NODELET_RUN_DIR="$RUN_DIR" NODELET_RUN_PODS=${NODELET_RUN_PODS:-$top/examples/pods}
 nodelet=("$top/dist/src/cli/main.js")
-setsid "${nodelet[@]}" run --config "$top/examples/nodelet.yaml" --port "$PORT" >>"$RUN_DIR/nodelet.log" 2>&1 </dev/null &
+setsid "${nodelet[@]}" run --config "$top/examples/nodelet.yaml" --read-only-port "$PORT" >>"$RUN_DIR/nodelet.log" 2>&1 </dev/null &
 agent=$!
 echo "$agent" >"$RUN_DIR/nodelet.pid"
 

@@ -29,7 +29,7 @@ import { getPodStatus, getPods } from '../runtime/pod-status.js';
 import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { runningPodFromStatus } from '../runtime/types.js';
-import { AgentServer } from '../server/http.js';
+import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { podRef } from '../kube/object-ref.js';
 import { admitPod } from '../pods/admission.js';
@@ -65,7 +65,7 @@ export class Agent implements PodSyncer {
   private pleg!: GenericPLEG;
   private processRuntime?: { runtime: ProcessRuntime; server: ProcessRuntimeServer };
   private mirrors?: MirrorPodManager;
-  private readonly server: AgentServer;
+  private nodeApi?: NodeApi;
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
@@ -127,11 +127,6 @@ export class Agent implements PodSyncer {
     if (opts.staticPodPath) {
       this.staticPods = new StaticPodSource(opts.staticPodPath, opts.nodeName, { onAdd: onPod('create'), onDelete: onPod('delete') }, this.logger);
     }
-    this.server = new AgentServer({
-      metrics: this.metrics,
-      healthy: () => this.health(),
-      pods: () => this.pods(),
-    });
     if (!kube) return;
     if (this.staticPods) this.mirrors = new MirrorPodManager(kube, opts.nodeName, () => this.nodeController?.nodeObject?.metadata?.uid, this.logger);
     this.reflector = new PodReflector({
@@ -226,7 +221,17 @@ export class Agent implements PodSyncer {
       clusterDomain: this.config.clusterDomain,
       dns: { clusterDNS: this.config.clusterDNS, clusterDomain: this.config.clusterDomain, resolvConf: this.config.resolvConf },
     };
-    this.port = await this.server.listen(this.config.address, this.config.port);
+    this.nodeApi = await startNodeApi(this.config, {
+      pods: () => this.pods(),
+      podStatus: (uid) => this.statusManager.podStatus(uid),
+      runtime: () => this.cri,
+      runningPods: () => getPods(this.deps, false),
+      healthy: () => this.health(),
+      metrics: this.metrics,
+      clock: this.clock,
+      logger: this.logger,
+    }, this.kube);
+    this.port = this.nodeApi.ports.port;
     if (this.kube) {
       this.nodeController = new NodeController({
         api: this.kube,
@@ -251,7 +256,7 @@ export class Agent implements PodSyncer {
     this.staticPods?.start();
     this.every(2000, () => this.housekeeping());
     this.every(60_000, () => this.collectGarbage());
-    this.logger.info('nodelet started', { node: this.config.nodeName, port: this.port });
+    this.logger.info('nodelet started', { node: this.config.nodeName, ...this.nodeApi.ports });
   }
 
   /** Stops sources and workers; running pods are left running (a restarted agent adopts them). */
@@ -264,7 +269,7 @@ export class Agent implements PodSyncer {
     await this.workers.stop();
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
-    await this.server.close();
+    await this.nodeApi?.server.close();
     this.volumes.stop();
     this.cri?.close();
     // The process runtime's containers keep running too: a restarted agent (and runtime) adopts them.

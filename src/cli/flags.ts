@@ -16,8 +16,17 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'cluster-dns': ['clusterDNS', 'string', 'cluster DNS server IPs for dnsPolicy ClusterFirst, comma-separated'],
   'resolv-conf': ['resolvConf', 'string', "the node's resolv.conf, for dnsPolicy Default (default /etc/resolv.conf)"],
   'node-ip': ['nodeIP', 'string', "the node's IP (default: first non-loopback IPv4)"],
-  address: ['address', 'string', 'address of /healthz, /metrics, /pods (default 127.0.0.1)'],
-  port: ['port', 'int', 'port of /healthz, /metrics, /pods (default 10250; 0 picks one)'],
+  address: ['address', 'string', 'address of the node API (default 127.0.0.1)'],
+  port: ['port', 'int', 'port of the node API, HTTPS (default 10250; 0 picks one)'],
+  'tls-cert-file': ['tlsCertFile', 'string', "the node API's serving certificate (PEM)"],
+  'tls-private-key-file': ['tlsPrivateKeyFile', 'string', "the node API's serving key (PEM)"],
+  'client-ca-file': ['authentication.x509.clientCAFile', 'string', 'CA bundle that client certificates of node API callers are verified with'],
+  'anonymous-auth': ['authentication.anonymous.enabled', 'bool', 'let anonymous callers reach the node API (default false)'],
+  'authentication-token-webhook': ['authentication.webhook.enabled', 'bool', 'bearer tokens checked with a TokenReview (default true)'],
+  'authorization-mode': ['authorization.mode', 'string', 'Webhook (SubjectAccessReview, default) or AlwaysAllow'],
+  'healthz-port': ['healthzPort', 'int', 'plain-HTTP /healthz port on --healthz-bind-address (default 10248; 0 off)'],
+  'healthz-bind-address': ['healthzBindAddress', 'string', 'address of the healthz port (default 127.0.0.1)'],
+  'read-only-port': ['readOnlyPort', 'int', 'unauthenticated plain-HTTP /healthz, /pods, /metrics (default 0: off)'],
   'resync-interval': ['syncFrequency', 'duration', 'pod resync period (default 1m)'],
   'informer-resync': ['informerResync', 'duration', 'pod source resync period (default 1m)'],
   'pleg-relist': ['plegRelistPeriod', 'duration', 'PLEG relist period (default 1s)'],
@@ -73,7 +82,9 @@ export function parseRunArgs(args: string[], env: NodeJS.ProcessEnv = process.en
   for (const [flag, value] of values) {
     const [field, type] = runFlags[flag]!;
     try {
-      config = applyFields(config, { [field]: typed(flag, type, value) }, env);
+      // A dotted field ("authentication.x509.clientCAFile") is a nested map in the file.
+      const doc = field.split('.').reduceRight<unknown>((inner, key) => ({ [key]: inner }), typed(flag, type, value)) as Record<string, unknown>;
+      config = applyFields(config, doc, env);
     } catch (err) {
       if (err instanceof ConfigError) throw new UsageError(`--${flag}: ${err.message.replace(/^[\w.[\]]+: /, '')}`);
       throw err;

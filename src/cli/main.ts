@@ -20,8 +20,8 @@ Usage:
                                         processes (bubblewrap, or proot), for nodelet, crictl, critest
   nodelet images import FILE.tar [--root DIR]
                                         add an OCI image archive to the process runtime's store
-  nodelet get pods [-w] [--server URL]  the agent's pods, as kubectl get pods (from its /pods endpoint;
-                                        default server http://127.0.0.1:10250)
+  nodelet get pods [-w] [--server URL]  the agent's pods, as kubectl get pods (from its read-only port's
+                                        /pods; default server http://127.0.0.1:10255)
   nodelet runtime reset --root DIR      stop and remove every container and sandbox of a process runtime
   nodelet version
   nodelet --help
@@ -148,7 +148,7 @@ async function getPodsCommand(args: string[]): Promise<void> {
   if (rest.length !== 1 || rest[0] !== 'pods') throw new UsageError('usage: nodelet get pods [-w] [--server URL]');
   const { getPods } = await import('./get-pods.js');
   try {
-    await getPods(values.server ?? 'http://127.0.0.1:10250', watch);
+    await getPods(values.server ?? 'http://127.0.0.1:10255', watch);
   } catch (err) {
     process.stderr.write(`nodelet: ${(err as Error).message}\n`);
     process.exit(1);

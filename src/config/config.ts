@@ -25,6 +25,18 @@ export interface ResourceList {
   pods?: string;
 }
 
+/** Who may call the node API (the kubelet's KubeletAuthentication). */
+export interface NodeAuthentication {
+  anonymous: { enabled: boolean };
+  webhook: { enabled: boolean; cacheTTLMs: number };
+  x509: { clientCAFile: string };
+}
+
+export interface NodeAuthorization {
+  mode: 'Webhook' | 'AlwaysAllow';
+  webhook: { cacheAuthorizedTTLMs: number; cacheUnauthorizedTTLMs: number };
+}
+
 export interface BackoffConfig {
   initialMs: number;
   maxMs: number;
@@ -45,8 +57,21 @@ export interface NodeletConfig {
   /** The node's resolv.conf, the base of dnsPolicy Default ('' for none). */
   resolvConf: string;
   nodeIP: string;
+  /** The node API (HTTPS, authenticated): the kubelet's address and port (10250). */
   address: string;
   port: number;
+  /** The node API's serving certificate and key (PEM files); both or neither. */
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  /** Plain-HTTP /healthz (0: off), on healthzBindAddress, as the kubelet's 10248. */
+  healthzPort: number;
+  healthzBindAddress: string;
+  /** Unauthenticated plain-HTTP /healthz, /pods and /metrics on `address` (0: off, the kubelet's default). */
+  readOnlyPort: number;
+  authentication: NodeAuthentication;
+  authorization: NodeAuthorization;
+  /** The kubelet feature gates nodelet has (off as in the kubelet 1.37 unless said). */
+  featureGates: { PodLogsQuerySplitStreams: boolean };
   syncFrequencyMs: number;
   informerResyncMs: number;
   plegRelistPeriodMs: number;
@@ -94,6 +119,14 @@ export function defaultConfig(): NodeletConfig {
     nodeIP: '',
     address: '127.0.0.1',
     port: 10250,
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    healthzPort: 10248,
+    healthzBindAddress: '127.0.0.1',
+    readOnlyPort: 0,
+    authentication: { anonymous: { enabled: false }, webhook: { enabled: true, cacheTTLMs: 120_000 }, x509: { clientCAFile: '' } },
+    authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 } },
+    featureGates: { PodLogsQuerySplitStreams: false },
     syncFrequencyMs: 60_000,
     informerResyncMs: 60_000,
     plegRelistPeriodMs: 1000,
@@ -143,7 +176,7 @@ export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv):
   });
 }
 
-type Kind = 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
+type Kind = 'struct' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
 
 interface FieldSpec {
   kind: Kind;
@@ -152,6 +185,8 @@ interface FieldSpec {
   min?: number;
   max?: number;
   values?: string[];
+  /** A 'struct''s fields, merged over its current value. */
+  fields?: Record<string, FieldSpec>;
 }
 
 /** The file's fields, as written in YAML (durations as strings: `syncFrequency: 1m`). */
@@ -167,6 +202,33 @@ const fields: Record<string, FieldSpec> = {
   nodeIP: { kind: 'string' },
   address: { kind: 'string' },
   port: { kind: 'int', min: 0, max: 65535 },
+  tlsCertFile: { kind: 'string' },
+  tlsPrivateKeyFile: { kind: 'string' },
+  healthzPort: { kind: 'int', min: 0, max: 65535 },
+  healthzBindAddress: { kind: 'string' },
+  readOnlyPort: { kind: 'int', min: 0, max: 65535 },
+  authentication: {
+    kind: 'struct',
+    fields: {
+      anonymous: { kind: 'struct', fields: { enabled: { kind: 'bool' } } },
+      webhook: { kind: 'struct', fields: { enabled: { kind: 'bool' }, cacheTTL: { kind: 'duration', prop: 'cacheTTLMs' as keyof NodeletConfig, min: 0 } } },
+      x509: { kind: 'struct', fields: { clientCAFile: { kind: 'string' } } },
+    },
+  },
+  featureGates: { kind: 'struct', fields: { PodLogsQuerySplitStreams: { kind: 'bool' } } },
+  authorization: {
+    kind: 'struct',
+    fields: {
+      mode: { kind: 'enum', values: ['Webhook', 'AlwaysAllow'] },
+      webhook: {
+        kind: 'struct',
+        fields: {
+          cacheAuthorizedTTL: { kind: 'duration', prop: 'cacheAuthorizedTTLMs' as keyof NodeletConfig, min: 0 },
+          cacheUnauthorizedTTL: { kind: 'duration', prop: 'cacheUnauthorizedTTLMs' as keyof NodeletConfig, min: 0 },
+        },
+      },
+    },
+  },
   syncFrequency: { kind: 'duration', prop: 'syncFrequencyMs', min: 1000 },
   informerResync: { kind: 'duration', prop: 'informerResyncMs', min: 0 },
   plegRelistPeriod: { kind: 'duration', prop: 'plegRelistPeriodMs', min: 100 },
@@ -202,7 +264,7 @@ export const configFieldNames = Object.keys(fields);
 
 const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a map' : `${typeof v} ${JSON.stringify(v)}`);
 
-function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.ProcessEnv): unknown {
+function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.ProcessEnv, current?: unknown): unknown {
   const fail = (want: string): never => {
     throw new ConfigError(`${field}: expected ${want}, got ${typeName(raw)}`);
   };
@@ -213,6 +275,18 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
     return n;
   };
   switch (spec.kind) {
+    case 'struct': {
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map');
+      const out = { ...(current as Record<string, unknown>) };
+      const known = Object.keys(spec.fields!);
+      for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+        const sub = spec.fields![k];
+        if (!sub) throw new ConfigError(`${field}.${k}: unknown field (${known.join(', ')})`);
+        const prop = (sub.prop as string | undefined) ?? k;
+        out[prop] = convert(`${field}.${k}`, sub, v, env, out[prop]);
+      }
+      return out;
+    }
     case 'string':
       return typeof raw === 'string' ? expandEnv(raw, field, env) : fail('a string');
     case 'stringList': {
@@ -329,7 +403,7 @@ export function applyFields(base: NodeletConfig, doc: Record<string, unknown>, e
   for (const [key, raw] of Object.entries(doc)) {
     const spec = fields[key];
     if (!spec) throw new ConfigError(`unknown field "${key}"`);
-    out[spec.prop ?? key] = convert(key, spec, raw, env);
+    out[spec.prop ?? key] = convert(key, spec, raw, env, out[spec.prop ?? key]);
   }
   return out as unknown as NodeletConfig;
 }
@@ -366,5 +440,6 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(c.nodeName) || c.nodeName.length > 253) {
     throw new ConfigError(`nodeName: ${JSON.stringify(c.nodeName)} is not a valid node name (lower-case DNS subdomain)`);
   }
+  if (!c.tlsCertFile !== !c.tlsPrivateKeyFile) throw new ConfigError('tlsCertFile and tlsPrivateKeyFile: give both or neither');
   return c;
 }

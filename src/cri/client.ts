@@ -208,6 +208,22 @@ export class CriClient implements RuntimeService, ImageService {
     return this.rt('ExecSync', { container_id: containerId, cmd, timeout: String(timeoutSeconds) }, deadline);
   }
 
+  /** The URL of the runtime's streaming server where this exec is served. */
+  async exec(req: { containerId: string; cmd: string[]; tty: boolean; stdin: boolean; stdout: boolean; stderr: boolean }): Promise<string> {
+    const res = await this.rt<{ url: string }>('Exec', { container_id: req.containerId, cmd: req.cmd, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+    return res.url;
+  }
+
+  async attach(req: { containerId: string; tty: boolean; stdin: boolean; stdout: boolean; stderr: boolean }): Promise<string> {
+    const res = await this.rt<{ url: string }>('Attach', { container_id: req.containerId, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+    return res.url;
+  }
+
+  async portForward(podSandboxId: string, ports: number[]): Promise<string> {
+    const res = await this.rt<{ url: string }>('PortForward', { pod_sandbox_id: podSandboxId, port: ports });
+    return res.url;
+  }
+
   // ImageService
 
   async listImages(filter?: ImageFilter): Promise<Image[]> {

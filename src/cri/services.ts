@@ -43,6 +43,13 @@ export interface RuntimeService {
   execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse>;
 }
 
+/** The calls that hand out the runtime's streaming URLs (exec, attach, port-forward). */
+export interface StreamingService {
+  exec(req: { containerId: string; cmd: string[]; tty: boolean; stdin: boolean; stdout: boolean; stderr: boolean }): Promise<string>;
+  attach(req: { containerId: string; tty: boolean; stdin: boolean; stdout: boolean; stderr: boolean }): Promise<string>;
+  portForward(podSandboxId: string, ports: number[]): Promise<string>;
+}
+
 export interface ImageService {
   listImages(filter?: ImageFilter): Promise<Image[]>;
   imageStatus(image: ImageSpec, verbose?: boolean): Promise<ImageStatusResponse>;

@@ -1,5 +1,6 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
 import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import type { UserInfo } from '../server/auth.js';
 import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
 
 export { ApiError } from './rest.js';
@@ -142,5 +143,39 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
     });
     if (!res.status?.token) throw new Error(`TokenRequest for ${namespace}/${serviceAccount} returned no token`);
     return { token: res.status.token, expirationTimestamp: res.status.expirationTimestamp ?? '' };
+  }
+
+  /** Asks the API server who a bearer token belongs to (TokenReview). */
+  async tokenReview(token: string): Promise<{ authenticated: boolean; user?: UserInfo; error?: string }> {
+    const res = await this.rest.request<{ status?: { authenticated?: boolean; error?: string; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } } }>(
+      'POST',
+      '/apis/authentication.k8s.io/v1/tokenreviews',
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } } },
+    );
+    const st = res.status ?? {};
+    const u = st.user;
+    return {
+      authenticated: st.authenticated === true && !!u?.username,
+      user: u?.username ? { name: u.username, uid: u.uid, groups: u.groups ?? [], extra: u.extra } : undefined,
+      error: st.error,
+    };
+  }
+
+  /** Asks the API server whether a user may do something to a node (SubjectAccessReview). */
+  async subjectAccessReview(user: UserInfo, attrs: { verb: string; resource: string; subresource: string; name: string }): Promise<{ allowed: boolean; reason?: string }> {
+    const res = await this.rest.request<{ status?: { allowed?: boolean; reason?: string } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: user.name,
+          uid: user.uid,
+          groups: user.groups,
+          extra: user.extra,
+          resourceAttributes: { verb: attrs.verb, group: '', version: 'v1', resource: attrs.resource, subresource: attrs.subresource, name: attrs.name },
+        },
+      },
+    });
+    return { allowed: res.status?.allowed === true, reason: res.status?.reason };
   }
 }

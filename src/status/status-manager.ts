@@ -12,6 +12,8 @@ interface Entry {
   name: string;
   uid: string;
   desired?: V1PodStatus;
+  /** The newest status computed, sent or not (what the node API shows). */
+  latest?: V1PodStatus;
   sentJSON?: string;
   inFlight: boolean;
   attempts: number;
@@ -48,6 +50,7 @@ export class StatusManager {
       if (pod.status) e.sentJSON = comparable(pod.status);
       this.entries.set(uid, e);
     }
+    e.latest = status;
     const json = comparable(status);
     if (json === e.sentJSON && !e.inFlight) {
       e.desired = undefined;
@@ -55,6 +58,11 @@ export class StatusManager {
     }
     e.desired = status;
     this.schedule(uid);
+  }
+
+  /** The newest status computed for a pod. */
+  podStatus(uid: string): V1PodStatus | undefined {
+    return this.entries.get(uid)?.latest;
   }
 
   /** The status last sent for a pod, if any (what the API shows, as far as this agent knows). */

@@ -42,7 +42,7 @@ test('static pods: started from a manifest, restarted with the new spec when it 
   writeFileSync(cfg, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nnodeName: standalone-test\nruntime: process\nprocessRuntime: {root: ${dir}/process, imagesDir: ${env.clusterDir}/images, socket: ${dir}/p.sock}\nstaticPodPath: ${pods}\npodLogRoot: ${dir}/logs\n`);
   // No kubeconfig: standalone. (startAgent passes the cluster's; an empty one means none.)
   const agent = await startAgent('standalone-test', ['--config', cfg, '--kubeconfig', '', '--pod-log-root', join(dir, 'logs')]);
-  const list = async () => ((await (await fetch(`http://127.0.0.1:${agent.port}/pods`)).json()) as { items: V1Pod[] }).items;
+  const list = async () => ((await (await fetch(`http://127.0.0.1:${agent.localPort}/pods`)).json()) as { items: V1Pod[] }).items;
   const runningPod = (name: string, uid?: string) => async () => {
     const p = (await list()).find((x) => x.metadata?.name === name && (!uid || x.metadata?.uid !== uid));
     return p?.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;

@@ -3,11 +3,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { clusterEnv, eventually, projectRoot } from './cluster.js';
+import { clusterEnv, eventually, freePort, projectRoot } from './cluster.js';
 
 export interface RunningAgent {
   nodeName: string;
+  /** The node API's port (HTTPS, authenticated). */
   port: number;
+  /** The read-only port: plain HTTP /healthz, /pods, /metrics on loopback. */
+  localPort: number;
   process: ChildProcess;
   logFile: string;
   /** Every log line so far, parsed. */
@@ -28,6 +31,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `${nodeName}.log`);
   const out = createWriteStream(logFile, { flags: 'a' });
+  const localPort = await freePort();
   const child = spawn(
     join(projectRoot, 'dist/src/cli/main.js'),
     [
@@ -38,7 +42,14 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
       '--pod-log-root', env.podLogRoot,
       // Each agent's pod directories (volumes, /etc/hosts, termination messages) of its own.
       '--root-dir', join(logDir, nodeName),
+      // The node API on a port of its own, with the cluster's node serving certificate; the
+      // read-only port (loopback, plain HTTP) is where the tests read /healthz, /pods, /metrics.
       '--port', '0',
+      '--tls-cert-file', env.nodeTlsCert,
+      '--tls-private-key-file', env.nodeTlsKey,
+      '--client-ca-file', env.clientCA,
+      '--healthz-port', '0',
+      '--read-only-port', String(localPort),
       '--log-format', 'json',
       '--log-level', 'debug',
       ...extraFlags,
@@ -73,12 +84,13 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
     return started ? Number(started.port) : undefined;
   });
   await eventually(`agent ${nodeName} /healthz`, 30_000, async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined);
+    const res = await fetch(`http://127.0.0.1:${localPort}/healthz`).catch(() => undefined);
     return res?.ok ? true : undefined;
   });
   return {
     nodeName,
     port,
+    localPort,
     process: child,
     logFile,
     lines,

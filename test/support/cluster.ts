@@ -18,6 +18,23 @@ export interface ClusterEnv {
   podLogRoot: string;
   kubectl: string;
   crictl: string;
+  /** The nodes' serving certificate and key for the node API, and the CA its callers' certificates come from. */
+  nodeTlsCert: string;
+  nodeTlsKey: string;
+  clientCA: string;
+}
+
+/** A loopback port free at the time of asking (for an agent's plain-HTTP ports, which take no 0). */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 let cached: ClusterEnv | undefined;
@@ -50,6 +67,9 @@ export function clusterEnv(): ClusterEnv {
     podLogRoot: get('NODELET_POD_LOG_ROOT'),
     kubectl: get('NODELET_KUBECTL'),
     crictl: get('NODELET_CRICTL'),
+    nodeTlsCert: get('NODELET_NODE_TLS_CERT'),
+    nodeTlsKey: get('NODELET_NODE_TLS_KEY'),
+    clientCA: get('NODELET_CLIENT_CA'),
   };
   return cached;
 }

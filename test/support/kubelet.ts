@@ -54,11 +54,19 @@ function dirs() {
   return { env, base, root: join(base, 'root'), pki: join(base, 'pki'), config: join(base, 'config.yaml'), logs: join(env.clusterDir, 'logs/kubelet-pods'), pidFile: join(base, 'kubelet.pid'), logFile: join(base, 'kubelet.log'), clientCa: join(env.clusterDir, 'pki/ca.crt') };
 }
 
+/** The kubelet's node API port (off 10250, which `make agent-up`'s nodelet uses). */
+export const KUBELET_PORT = 10270;
+
 /** The KubeletConfiguration; bench/README.md says why each setting is there. */
 function kubeletConfig(socket: string, podLogsDir: string, opts: KubeletOptions, clientCa: string): string {
+  const env = clusterEnv();
+  // The API server verifies the node API's certificate (--kubelet-certificate-authority): the
+  // kubelet gets the cluster's node serving certificate, as nodelet does.
   const auth = opts.serveNodeApi
     ? `authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: ${clientCa}}}
 authorization: {mode: Webhook}
+tlsCertFile: ${env.nodeTlsCert}
+tlsPrivateKeyFile: ${env.nodeTlsKey}
 `
     : '';
   return `apiVersion: kubelet.config.k8s.io/v1beta1
@@ -70,7 +78,7 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
 address: 127.0.0.1
-port: 10270
+port: ${KUBELET_PORT}
 healthzPort: 10271
 maxPods: ${opts.maxPods}
 podLogsDir: ${podLogsDir}

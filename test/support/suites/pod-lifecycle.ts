@@ -237,9 +237,9 @@ test('changing a container image in place: killed as "definition changed" and st
 });
 
 test('/metrics serves the kubelet\'s metric names with real observations, /healthz answers ok', async () => {
-  const health = await fetch(`http://127.0.0.1:${agent.port}/healthz`);
+  const health = await fetch(`http://127.0.0.1:${agent.localPort}/healthz`);
   assert.equal(await health.text(), 'ok');
-  const text = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${agent.localPort}/metrics`)).text();
   const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
   assert.ok(value(/^kubelet_started_pods_total (\d+)/m) >= 5, 'started pods counted');
   assert.ok(value(/^kubelet_started_containers_total\{container_type="container"\} (\d+)/m) >= 5);

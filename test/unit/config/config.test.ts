@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseRunArgs, UsageError } from '../../../src/cli/flags.js';
-import { ConfigError, configFieldNames, loadConfigFile, parseDuration } from '../../../src/config/config.js';
+import { applyFields, ConfigError, configFieldNames, defaultConfig, loadConfigFile, parseDuration } from '../../../src/config/config.js';
 import { projectRoot } from '../../support/cluster.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodelet-config-'));
@@ -80,4 +80,22 @@ test('durations in Go syntax', () => {
   assert.equal(parseDuration('500ms'), 500);
   assert.equal(parseDuration('2h'), 7_200_000);
   assert.equal(parseDuration('10'), undefined);
+});
+
+test('node API settings: nested authentication/authorization maps merged over the defaults, their flags, and what is refused', () => {
+  const c = applyFields(defaultConfig(), { authentication: { x509: { clientCAFile: '/ca.crt' }, webhook: { cacheTTL: '30s' } }, authorization: { mode: 'AlwaysAllow' } }, {});
+  assert.equal(c.authentication.x509.clientCAFile, '/ca.crt');
+  assert.equal(c.authentication.webhook.cacheTTLMs, 30_000);
+  assert.equal(c.authentication.webhook.enabled, true, 'what the file does not name keeps its default');
+  assert.equal(c.authentication.anonymous.enabled, false, 'anonymous callers are refused by default');
+  assert.equal(c.authorization.mode, 'AlwaysAllow');
+  assert.equal(c.authorization.webhook.cacheAuthorizedTTLMs, 300_000);
+  assert.equal(defaultConfig().readOnlyPort, 0, 'no read-only port unless asked for');
+  assert.throws(() => applyFields(defaultConfig(), { authentication: { x509: { caFile: 'x' } } }, {}), /^ConfigError: authentication.x509.caFile: unknown field \(clientCAFile\)$/);
+  assert.throws(() => applyFields(defaultConfig(), { authorization: { mode: 'RBAC' } }, {}), /authorization.mode: expected one of Webhook, AlwaysAllow/);
+  const f = parseRunArgs(['--node-name', 'n', '--client-ca-file', '/x.crt', '--anonymous-auth', 'true', '--tls-cert-file', '/c', '--tls-private-key-file', '/k']);
+  assert.equal(f.authentication.x509.clientCAFile, '/x.crt');
+  assert.equal(f.authentication.anonymous.enabled, true);
+  assert.equal(f.authentication.webhook.enabled, true);
+  assert.throws(() => parseRunArgs(['--node-name', 'n', '--tls-cert-file', '/c']), /tlsCertFile and tlsPrivateKeyFile: give both or neither/);
 });

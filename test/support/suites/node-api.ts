@@ -1,0 +1,291 @@
+// The node API through the real API server and kubectl, once per runtime. What kubectl logs and
+// kubectl exec show is first observed on the kubelet (v1.37.2, on the test cluster's containerd,
+// as the only node agent), then on nodelet with the same pod specs, and the two must be the same.
+// Then what needs no comparison: attach, port-forward, cp, /configz, 401/403 for callers who may
+// not, and 100 followers opened and closed leaving no file handle behind.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
+import { clusterEnv, eventually, freePort } from '../cluster.js';
+import { container, core, createPod, NS, running, waitPod } from '../kube.js';
+import { KUBELET_PORT, startKubelet } from '../kubelet.js';
+import type { TestRuntime } from '../runtimes.js';
+
+const env = clusterEnv();
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function kubectl(args: string[], input?: string, timeoutMs = 30_000): Run {
+  const r = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { input, encoding: 'utf8', timeout: timeoutMs });
+  return { code: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** kubectl on a pseudo-terminal of the given size (util-linux's script), with input typed into it. */
+function kubectlTty(args: string[], input: string, rows: number, cols: number): Run {
+  const cmd = `stty rows ${rows} cols ${cols}; exec ${[env.kubectl, '--kubeconfig', env.kubeconfig, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`;
+  const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { input, encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: (r.stdout ?? '').replace(/\r/g, ''), stderr: r.stderr ?? '' };
+}
+
+type Observations = Record<string, string>;
+
+/** Pod names differ between the two nodes; timestamps between runs. */
+function normalize(text: string, pods: V1Pod[]): string {
+  let t = text;
+  for (const p of pods) t = t.split(p.metadata!.name!).join('POD');
+  return t.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z /g, 'TIME ');
+}
+
+const show = (r: Run) => `exit ${r.code}\n--stdout--\n${r.stdout}--stderr--\n${r.stderr}`;
+
+const restartingSpec: Omit<V1PodSpec, 'nodeName'> = {
+  // The first instance prints, then fails; the second (after the 10 s back-off) says so and stays.
+  volumes: [{ name: 'd', emptyDir: {} }],
+  containers: [
+    container('c', 'if [ -f /d/m ]; then echo again; exec sleep 3600; fi; touch /d/m; echo out-1; sleep 0.4; echo err-1 >&2; sleep 0.4; echo out-2; sleep 0.4; echo late; exit 1', {
+      volumeMounts: [{ name: 'd', mountPath: '/d' }],
+    }),
+  ],
+};
+
+/** Everything compared between the kubelet and nodelet, observed on one node. */
+async function observe(node: string, port: number): Promise<Observations> {
+  const o: Observations = {};
+  const pods: V1Pod[] = [];
+  const logs = (args: string[]) => show(kubectl(['logs', ...args]));
+
+  const restarting = await createPod(node, 'logs', restartingSpec);
+  const finished = await createPod(node, 'done', { restartPolicy: 'Never', containers: [container('c', 'echo a; sleep 1; echo b; sleep 1; echo c')] });
+  const missing = await createPod(node, 'missing', { containers: [container('c', 'true', { image: 'nodelet.test/missing:1' })] });
+  const shell = await createPod(node, 'shell', {
+    restartPolicy: 'Never',
+    containers: [container('main', 'trap "exit 0" TERM; while true; do sleep 0.2; done'), container('gone', 'exit 0')],
+  });
+  pods.push(restarting, finished, missing, shell);
+
+  // Logs of a container that ran and ended, followed from before its end.
+  await waitPod(finished, 'running', 60_000, (p) => (p.status?.containerStatuses?.[0]?.state?.running || p.status?.phase === 'Succeeded' ? p : undefined));
+  o['logs -f of a container that ends'] = logs(['-f', finished.metadata!.name!]);
+
+  await waitPod(restarting, 'restarted and running', 90_000, (p) => {
+    const cs = p.status?.containerStatuses?.[0];
+    return cs && cs.restartCount >= 1 && cs.state?.running ? p : undefined;
+  });
+  const name = restarting.metadata!.name!;
+  // The second instance's line may take a moment to reach its log.
+  await eventually('the second instance logs', 10_000, async () => (kubectl(['logs', name]).stdout === 'again\n' ? true : undefined));
+  o.logs = logs([name]);
+  o['logs --previous'] = logs(['--previous', name]);
+  o['logs --previous --tail 2'] = logs(['--previous', '--tail', '2', name]);
+  o['logs --previous --tail 0'] = logs(['--previous', '--tail', '0', name]);
+  o['logs --previous --limit-bytes 8'] = logs(['--previous', '--limit-bytes', '8', name]);
+  o['logs --previous --timestamps'] = logs(['--previous', '--timestamps', name]);
+  o['logs --previous --since 1h'] = logs(['--previous', '--since', '1h', name]);
+  o['logs --previous --since-time (future)'] = logs(['--previous', '--since-time', new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'), name]);
+  // Straight to the node API as the API server calls it (its nodes/proxy refuses loopback nodes).
+  const direct = async (path: string) => {
+    const r = await nodeGet(port, path);
+    return `${r.code} ${r.body}`;
+  };
+  o['node API: a container not in the spec'] = await direct(`/containerLogs/${NS}/${name}/nosuch`);
+  o['node API: a pod that does not exist'] = await direct(`/containerLogs/${NS}/nosuch/c`);
+  o['node API: a bad query'] = await direct(`/containerLogs/${NS}/${name}/c?tailLines=-1`);
+  o['node API: tailLines with a single stream'] = await direct(`/containerLogs/${NS}/${name}/c?stream=Stderr&tailLines=1`);
+  o['node API: stderr only'] = await direct(`/containerLogs/${NS}/${name}/c?stream=Stderr&previous=true`);
+  o['node API: a stream that does not exist'] = await direct(`/containerLogs/${NS}/${name}/c?stream=Both`);
+  o['node API: an exec without an upgrade'] = await direct(`/exec/${NS}/${name}/c?command=true&output=1`);
+  o['node API: a path it does not serve'] = await direct('/nothing-here');
+
+  await waitPod(missing, 'waiting on its image', 60_000, (p) => (/ErrImagePull|ImagePullBackOff/.test(p.status?.containerStatuses?.[0]?.state?.waiting?.reason ?? '') ? p : undefined));
+  // ErrImagePull and ImagePullBackOff alternate: the kubelet words both.
+  o['logs of a container waiting on its image'] = logs([missing.metadata!.name!]).replace(/image can't be pulled|trying and failing to pull image/, 'IMAGE');
+
+  await waitPod(shell, 'main running, gone exited', 60_000, (p) => {
+    const st = p.status?.containerStatuses ?? [];
+    return st.find((c) => c.name === 'main')?.state?.running && st.find((c) => c.name === 'gone')?.state?.terminated ? p : undefined;
+  });
+  const sh = shell.metadata!.name!;
+  o['exec -i: stdin in, both streams out, the exit code'] = show(kubectl(['exec', '-i', sh, '-c', 'main', '--', 'sh', '-c', 'cat; echo to-err >&2; exit 3'], 'piped in\n'));
+  o['exec: a command that is not there'] = show(kubectl(['exec', sh, '-c', 'main', '--', '/no/such/command'])).replace(/exec failed:.*|failed to exec.*|executable file not found.*/s, 'NOT FOUND');
+  o['exec into a container that has exited'] = show(kubectl(['exec', sh, '-c', 'gone', '--', 'true']));
+  o['exec -it: the terminal size, an answer to a prompt'] = show(kubectlTty(['exec', '-it', sh, '-c', 'main', '--', 'sh', '-c', 'sleep 1; stty size; printf "name? "; read n; echo "hello $n"'], 'nodelet\n', 33, 101));
+
+  for (const k of Object.keys(o)) o[k] = normalize(o[k], pods);
+  await Promise.all(pods.map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined)));
+  return o;
+}
+
+/**
+ * Where nodelet does not answer as the kubelet yet, exactly what it answers instead, and why (the
+ * test fails if that changes either way).
+ */
+const KNOWN_DIFFERENCES: Record<string, { why: string; nodelet: (kubelet: string) => string }> = {
+  'exec into a container that has exited': {
+    why: 'nodelet does not declare ExtendWebSocketsToKubelet (it speaks no WebSocket yet), so the API server translates kubectl\'s WebSocket to SPDY itself and wraps the refusal as an internal error',
+    nodelet: (k) => k.replace('error: unable to upgrade connection', 'error: Internal error occurred: unable to upgrade connection'),
+  },
+};
+
+/** A GET on the node API with the API server's own client certificate (system:masters). */
+function nodeGet(port: number, path: string, signal?: AbortSignal, cert = true): Promise<{ code: number; body: string; res: import('node:http').IncomingMessage }> {
+  const pki = join(env.clusterDir, 'pki');
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        ca: readFileSync(join(pki, 'ca.crt')),
+        servername: hostname(),
+        ...(cert ? { cert: readFileSync(join(pki, 'apiserver-kubelet-client.crt')), key: readFileSync(join(pki, 'apiserver-kubelet-client.key')) } : {}),
+        signal,
+      },
+      (res) => {
+        if (signal) return resolve({ code: res.statusCode ?? 0, body: '', res });
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, body, res }));
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
+  let rt: TestRuntime;
+  let agent: RunningAgent;
+  let node: string;
+  let kubeletSaw: Observations;
+
+  before(async () => {
+    // The kubelet first, alone on containerd, under this machine's name (its Hostname address is
+    // its node name, and the API server dials that).
+    const kubelet = await startKubelet(core, { node: hostname(), maxPods: 110, serveNodeApi: true });
+    try {
+      kubeletSaw = await observe(kubelet.node, KUBELET_PORT);
+    } finally {
+      await kubelet.stop();
+    }
+    rt = await makeRuntime();
+    node = uniqueNodeName(`it-api-${rt.name}`);
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
+  });
+  after(async () => {
+    await cleanupAgent(agent, rt.endpoint);
+    await rt.stop();
+  });
+
+  test('kubectl logs and kubectl exec show on nodelet what they show on the kubelet', async () => {
+    const saw = await observe(node, agent.port);
+    for (const key of Object.keys(kubeletSaw)) {
+      const known = KNOWN_DIFFERENCES[key];
+      assert.equal(saw[key], known ? known.nodelet(kubeletSaw[key]) : kubeletSaw[key], `${key}: nodelet (${rt.name}) differs from the kubelet`);
+    }
+    // The comparison must compare something: the kubelet's answers are the ones expected.
+    assert.equal(kubeletSaw['logs --previous'], 'exit 0\n--stdout--\nout-1\nerr-1\nout-2\nlate\n--stderr--\n');
+    assert.match(kubeletSaw['exec -it: the terminal size, an answer to a prompt'], /33 101\n.*hello nodelet/s);
+  });
+
+  test('attach to a container reading its stdin', async () => {
+    // It answers, then ends: the attached kubectl ends with it.
+    const pod = await createPod(node, 'attach', { restartPolicy: 'Never', containers: [container('c', 'read line; echo "attached: $line"; sleep 1', { stdin: true, stdinOnce: true })] });
+    await waitPod(pod, 'running', 60_000, running);
+    const r = kubectl(['attach', '-i', pod.metadata!.name!, '-c', 'c'], 'over stdin\n');
+    assert.match(r.stdout, /attached: over stdin/, show(r));
+    assert.equal(r.code, 0, show(r));
+  });
+
+  test('port-forward: an HTTP request through it is answered by the pod', async () => {
+    const port = rt.podNetwork ? 8080 : await freePort();
+    const pod = await createPod(node, 'web', { containers: [{ name: 'web', image: process.env.NODELET_AGNHOST_IMAGE ?? 'registry.k8s.io/e2e-test-images/agnhost:2.66.1', args: ['netexec', `--http-port=${port}`] }] });
+    await waitPod(pod, 'running', 60_000, running);
+    const local = await freePort();
+    const pf = spawn(env.kubectl, ['--kubeconfig', env.kubeconfig, 'port-forward', `pod/${pod.metadata!.name}`, `${local}:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const body = await eventually('an answer through the forwarded port', 20_000, async () => {
+        const res = await fetch(`http://127.0.0.1:${local}/echo?msg=through-the-node`).catch(() => undefined);
+        return res?.ok ? res.text() : undefined;
+      });
+      assert.equal(body, 'through-the-node');
+    } finally {
+      pf.kill('SIGTERM');
+    }
+  });
+
+  test('kubectl cp both ways', async () => {
+    const pod = await createPod(node, 'cp', { containers: [container('c', 'trap "exit 0" TERM; while true; do sleep 0.2; done')] });
+    await waitPod(pod, 'running', 60_000, running);
+    const dir = mkdtempSync(join(tmpdir(), 'nodelet-cp-'));
+    writeFileSync(join(dir, 'in.txt'), 'to the pod\n');
+    const to = kubectl(['cp', join(dir, 'in.txt'), `${NS}/${pod.metadata!.name}:/tmp/in.txt`, '-c', 'c']);
+    assert.equal(to.code, 0, show(to));
+    const back = kubectl(['cp', `${NS}/${pod.metadata!.name}:/tmp/in.txt`, join(dir, 'back.txt'), '-c', 'c']);
+    assert.equal(back.code, 0, show(back));
+    assert.equal(readFileSync(join(dir, 'back.txt'), 'utf8'), 'to the pod\n');
+  });
+
+  test('/configz, /pods and /healthz answer the API server\'s client certificate', async () => {
+    // (The API server's nodes/<node>/proxy refuses nodes on loopback addresses, where test nodes are.)
+    const cfg = JSON.parse((await nodeGet(agent.port, '/configz')).body);
+    assert.equal(cfg.kubeletconfig.authentication.anonymous.enabled, false);
+    assert.equal(cfg.kubeletconfig.authorization.mode, 'Webhook');
+    assert.equal(cfg.kubeletconfig.syncFrequency, '1m0s');
+    const list = JSON.parse((await nodeGet(agent.port, '/pods')).body);
+    assert.equal(list.kind, 'PodList');
+    assert.equal((await nodeGet(agent.port, '/healthz')).body, 'ok');
+  });
+
+  test('callers without credentials get 401, and a ServiceAccount without nodes/proxy 403 in the kubelet\'s words', async () => {
+    const anon = await nodeGet(agent.port, '/pods', undefined, false);
+    assert.equal(anon.code, 401);
+    assert.equal(anon.body, 'Unauthorized');
+    const sa = `no-rights-${Date.now().toString(36)}`;
+    await core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: sa } } });
+    try {
+      const token = kubectl(['create', 'token', sa, '-n', NS]).stdout.trim();
+      const r = await new Promise<{ code: number; body: string }>((resolve, reject) => {
+        https
+          .get({ host: '127.0.0.1', port: agent.port, path: `/containerLogs/${NS}/x/c`, ca: readFileSync(env.clientCA), servername: hostname(), headers: { authorization: `Bearer ${token}` } }, (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c));
+            res.on('end', () => resolve({ code: res.statusCode ?? 0, body }));
+          })
+          .on('error', reject);
+      });
+      assert.equal(r.code, 403);
+      assert.equal(r.body, `Forbidden (user=system:serviceaccount:${NS}:${sa}, verb=get, resource=nodes, subresource(s)=[proxy])\n`);
+    } finally {
+      await core.deleteNamespacedServiceAccount({ name: sa, namespace: NS }).catch(() => undefined);
+    }
+  });
+
+  test('100 followers opened and closed leave the agent\'s file handles where they were', async () => {
+    const pod = await createPod(node, 'chatty', { containers: [container('c', 'while true; do echo tick; sleep 0.2; done')] });
+    await waitPod(pod, 'running', 60_000, running);
+    const fds = () => readdirSync(`/proc/${agent.process.pid}/fd`).length;
+    const path = `/containerLogs/${NS}/${pod.metadata!.name}/c?follow=true`;
+    await nodeGet(agent.port, `/containerLogs/${NS}/${pod.metadata!.name}/c?tailLines=1`);
+    const before = fds();
+    const ac = new AbortController();
+    const followers = await Promise.all(Array.from({ length: 100 }, () => nodeGet(agent.port, path, ac.signal)));
+    assert.ok(followers.every((f) => f.code === 200));
+    await eventually('the followers to be served', 10_000, async () => (fds() >= before + 100 ? true : undefined));
+    ac.abort();
+    for (const f of followers) f.res.destroy();
+    const after = await eventually('the handles to be closed', 15_000, async () => {
+      const n = fds();
+      return n <= before + 5 ? n : undefined;
+    });
+    assert.ok(after <= before + 5, `${before} handles before, ${after} after`);
+  });
+}

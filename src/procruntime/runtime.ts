@@ -210,6 +210,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   /** The last CPU reading of each container, for usage_nano_cores (a rate needs two readings). */
   private readonly lastCpu = new Map<string, { cpuNs: bigint; atNs: bigint }>();
   private readonly layerUsage = new DiskUsageCache(10_000);
+  /** The runtime's write end of each stdin: true container's FIFO (not kept across a restart of the runtime). */
+  private readonly stdinWriters = new Map<string, number>();
   private readonly hostIP: string;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
 
@@ -605,6 +607,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const stdout = openSync(join(dir, 'stdout'), 'a');
     const stderr = openSync(join(dir, 'stderr'), 'a');
     const status = openSync(join(dir, 'status.json'), 'w');
+    // stdin: true gets a FIFO: the container holds its read end, the runtime a write end that
+    // attach writes to (and closes after the first attach when stdinOnce).
+    let stdin: number | 'ignore' = 'ignore';
+    if (c.config.stdin) {
+      const fifo = join(dir, 'stdin');
+      if (!existsSync(fifo)) await run('mkfifo', ['-m', '600', fifo]);
+      this.stdinWriters.set(c.id, openSync(fifo, 'r+'));
+      stdin = openSync(fifo, 'r');
+    }
     // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
     // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
     const joinCgroups = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
@@ -616,7 +627,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         ? `${joinCgroups}; exec "$@"`
         : `${joinCgroups}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
     const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
-      stdio: ['ignore', stdout, stderr, status],
+      stdio: [stdin, stdout, stderr, status],
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: procs.join(' ') },
       detached: true,
     });
@@ -627,6 +638,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     closeSync(stdout);
     closeSync(stderr);
     closeSync(status);
+    if (typeof stdin === 'number') closeSync(stdin);
     // Wait for the isolation to report the container's PID (or to fail at once).
     const deadline = Date.now() + 10_000;
     for (;;) {
@@ -708,6 +720,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
+    this.closeStdin(c.id);
     this.killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
     this.containers.delete(c.id);
@@ -778,7 +791,12 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     await touchLog(c.logPath);
   }
 
-  async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+  /**
+   * How to run a command in a running container: the argv and environment of its isolation, and
+   * the container's PID namespace held open (fd 3 of the command; the caller closes it once
+   * spawned), and why the command cannot run there, if it cannot.
+   */
+  prepareExec(id: string, cmd: string[]): { argv: string[]; env: Record<string, string>; pidns: number; missing?: string } {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) throw new FailedPreconditionError(`container ${c.id} is not running`);
     if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
@@ -801,6 +819,43 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       throw new FailedPreconditionError(`container ${c.id} is not running`);
     }
     const { argv, env } = execArgv(c.isolation ?? 'bubblewrap', spec, c.pid, cmd, 3);
+    const path = spec.env.find(([k]) => k === 'PATH')?.[1] ?? DEFAULT_PATH;
+    return { argv, env, pidns, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
+  }
+
+  /** What attach needs of a container: its output files, whether it runs, its stdin's write end. */
+  attachTarget(id: string): { stdoutPath: string; stderrPath: string; running: () => boolean; stdin?: number; stdinOnce: boolean; tty: boolean } {
+    const c = this.container(id);
+    if (c.state !== 'CONTAINER_RUNNING') throw new FailedPreconditionError(`container ${c.id} is not running`);
+    const dir = this.cdir(c.id);
+    return {
+      stdoutPath: join(dir, 'stdout'),
+      stderrPath: join(dir, 'stderr'),
+      running: () => this.containers.get(c.id)?.state === 'CONTAINER_RUNNING',
+      stdin: this.stdinWriters.get(c.id),
+      stdinOnce: c.config.stdin_once === true,
+      tty: c.config.tty === true,
+    };
+  }
+
+  /** Closes a container's stdin (the end of a stdinOnce attach): it reads end-of-file. */
+  closeStdin(id: string): void {
+    const fd = this.stdinWriters.get(id);
+    if (fd === undefined) return;
+    this.stdinWriters.delete(id);
+    closeSync(fd);
+  }
+
+  /** A pod sandbox that is ready (what port-forward needs). */
+  readySandbox(id: string): { name: string; uid: string } {
+    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+    if (!s) throw new NotFoundError(`pod sandbox ${id}`);
+    if (s.state !== 'SANDBOX_READY') throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
+    return { name: s.config.metadata?.name ?? '', uid: s.config.metadata?.uid ?? '' };
+  }
+
+  async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+    const { argv, env, pidns } = this.prepareExec(id, cmd);
     return new Promise<ExecSyncResponse>((resolve, reject) => {
       // A group of its own: on timeout the whole group goes, nsenter's forked child included
       // (killing nsenter alone would leave the command running and its pipes open).

@@ -7,6 +7,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import type { ProcessRuntime } from './runtime.js';
+import { ProcessStreams } from './streams.js';
 
 const protoPath = fileURLToPath(new URL('../../../proto/api.proto', import.meta.url));
 
@@ -37,11 +38,13 @@ function unary(fn: Handler): grpc.handleUnaryCall<any, any> {
 }
 
 export class ProcessRuntimeServer {
+  private readonly streams: ProcessStreams;
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 16 * 1024 * 1024 });
 
   constructor(private readonly runtime: ProcessRuntime) {
     const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(protoPath, { keepCase: true, enums: String, longs: String, defaults: true, oneofs: true })) as any;
     const r = runtime;
+    const streams = (this.streams = new ProcessStreams(runtime));
     const rt: Record<string, Handler> = {
       Version: async () => r.version(),
       Status: async (q) => r.status(q.verbose),
@@ -59,6 +62,9 @@ export class ProcessRuntimeServer {
       UpdateContainerResources: async (q) => (await r.updateContainerResources(q.container_id), {}),
       ReopenContainerLog: async (q) => (await r.reopenContainerLog(q.container_id), {}),
       ExecSync: async (q) => r.execSync(q.container_id, q.cmd, Number(q.timeout)),
+      Exec: async (q) => streams.exec(q),
+      Attach: async (q) => streams.attach(q),
+      PortForward: async (q) => streams.portForward(q),
       ContainerStats: async (q) => ({ stats: await r.containerStats(q.container_id) }),
       ListContainerStats: async (q) => ({ stats: await r.listContainerStats(q.filter ?? undefined) }),
       PodSandboxStats: async (q) => ({ stats: await r.podSandboxStats(q.pod_sandbox_id) }),
@@ -78,6 +84,7 @@ export class ProcessRuntimeServer {
   }
 
   async listen(socketPath: string): Promise<void> {
+    await this.streams.start();
     mkdirSync(dirname(socketPath), { recursive: true });
     // A socket left by a runtime that died is in the way: nobody listens on it.
     if (existsSync(socketPath)) rmSync(socketPath);
@@ -88,6 +95,7 @@ export class ProcessRuntimeServer {
 
   async close(): Promise<void> {
     await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
+    await this.streams.close();
     this.runtime.stop();
   }
 }

@@ -206,8 +206,10 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
   });
 
   test('port-forward: an HTTP request through it is answered by the pod', async () => {
+    // Pods of the process runtime share the host's network: ports of their own, free ones.
     const port = rt.podNetwork ? 8080 : await freePort();
-    const pod = await createPod(node, 'web', { containers: [{ name: 'web', image: process.env.NODELET_AGNHOST_IMAGE ?? 'registry.k8s.io/e2e-test-images/agnhost:2.66.1', args: ['netexec', `--http-port=${port}`] }] });
+    const udp = rt.podNetwork ? 8081 : await freePort();
+    const pod = await createPod(node, 'web', { containers: [{ name: 'web', image: process.env.NODELET_AGNHOST_IMAGE ?? 'registry.k8s.io/e2e-test-images/agnhost:2.66.1', args: ['netexec', `--http-port=${port}`, `--udp-port=${udp}`] }] });
     await waitPod(pod, 'running', 60_000, running);
     const local = await freePort();
     const pf = spawn(env.kubectl, ['--kubeconfig', env.kubeconfig, 'port-forward', `pod/${pod.metadata!.name}`, `${local}:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -9,9 +9,10 @@ runtime_only=false
 [ "${1:-}" = --runtime-only ] && runtime_only=true
 
 # containerd/runc/CNI: the real runtime under test. busybox-static + gcc/libc6-dev: the offline test images.
-# bubblewrap/proot: the process runtime's isolation. iproute2/iptables: CNI bridge plumbing.
+# bubblewrap/proot: the process runtime's isolation; bsdutils' script: its exec with a tty.
+# iproute2/iptables: CNI bridge plumbing.
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
-pkgs=(busybox-static bubblewrap proot util-linux curl ca-certificates tar)
+pkgs=(busybox-static bubblewrap proot util-linux bsdutils coreutils curl ca-certificates tar)
 $runtime_only || pkgs+=(containerd runc containernetworking-plugins gcc libc6-dev make bzip2 iproute2 iptables openssl)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -29,6 +29,7 @@ import { getPodStatus, getPods } from '../runtime/pod-status.js';
 import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { runningPodFromStatus } from '../runtime/types.js';
+import { ContainerLogManager } from '../logs/rotation.js';
 import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { podRef } from '../kube/object-ref.js';
@@ -66,6 +67,7 @@ export class Agent implements PodSyncer {
   private processRuntime?: { runtime: ProcessRuntime; server: ProcessRuntimeServer };
   private mirrors?: MirrorPodManager;
   private nodeApi?: NodeApi;
+  private logRotation?: ContainerLogManager;
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
@@ -251,6 +253,8 @@ export class Agent implements PodSyncer {
       // No API list to wait for: the static pods are every source there is.
       this.sourcesReady = true;
     }
+    this.logRotation = new ContainerLogManager(this.cri, { maxSizeBytes: opts.containerLogMaxSizeBytes, maxFiles: opts.containerLogMaxFiles }, this.clock, this.logger, opts.containerLogMonitorIntervalMs);
+    this.logRotation.start();
     this.pleg.start();
     this.reflector?.start();
     this.staticPods?.start();
@@ -269,6 +273,7 @@ export class Agent implements PodSyncer {
     await this.workers.stop();
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
+    this.logRotation?.stop();
     await this.nodeApi?.server.close();
     this.volumes.stop();
     this.cri?.close();

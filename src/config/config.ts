@@ -48,6 +48,10 @@ export interface NodeletConfig {
   kubeconfig: string;
   runtimeEndpoint: string;
   podLogRoot: string;
+  /** Container log rotation (the kubelet's containerLogMaxSize, containerLogMaxFiles, containerLogMonitorInterval). */
+  containerLogMaxSizeBytes: number;
+  containerLogMaxFiles: number;
+  containerLogMonitorIntervalMs: number;
   /** The agent's own state: pods' volumes, /etc/hosts and termination-message files (the kubelet's --root-dir). */
   rootDir: string;
   /** The cluster's DNS domain: a pod's search path under ClusterFirst, its own name in /etc/hosts. */
@@ -112,6 +116,9 @@ export function defaultConfig(): NodeletConfig {
     kubeconfig: '',
     runtimeEndpoint: 'unix:///run/containerd/containerd.sock',
     podLogRoot: '/var/log/pods',
+    containerLogMaxSizeBytes: 10 * 1024 * 1024,
+    containerLogMaxFiles: 5,
+    containerLogMonitorIntervalMs: 10_000,
     rootDir: '/var/lib/nodelet',
     clusterDomain: '',
     clusterDNS: [],
@@ -176,7 +183,7 @@ export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv):
   });
 }
 
-type Kind = 'struct' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
+type Kind = 'struct' | 'quantity' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
 
 interface FieldSpec {
   kind: Kind;
@@ -195,6 +202,9 @@ const fields: Record<string, FieldSpec> = {
   kubeconfig: { kind: 'string' },
   runtimeEndpoint: { kind: 'endpoint' },
   podLogRoot: { kind: 'string' },
+  containerLogMaxSize: { kind: 'quantity', prop: 'containerLogMaxSizeBytes', min: 1 },
+  containerLogMaxFiles: { kind: 'int', min: 2, max: 1000 },
+  containerLogMonitorInterval: { kind: 'duration', prop: 'containerLogMonitorIntervalMs', min: 1000 },
   rootDir: { kind: 'string' },
   clusterDomain: { kind: 'string' },
   clusterDNS: { kind: 'stringList' },
@@ -286,6 +296,17 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
         out[prop] = convert(`${field}.${k}`, sub, v, env, out[prop]);
       }
       return out;
+    }
+    case 'quantity': {
+      const text = typeof raw === 'number' ? String(raw) : raw;
+      if (typeof text !== 'string') return fail('a quantity such as 10Mi');
+      let q: number;
+      try {
+        q = parseQuantity(text);
+      } catch {
+        throw new ConfigError(`${field}: invalid quantity ${JSON.stringify(text)}`);
+      }
+      return range(Math.floor(q), ' bytes');
     }
     case 'string':
       return typeof raw === 'string' ? expandEnv(raw, field, env) : fail('a string');

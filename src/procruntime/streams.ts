@@ -94,12 +94,15 @@ async function follow(path: string, out: Writable, stop: AbortSignal): Promise<v
         continue;
       }
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 200);
-        wake = () => {
+        const done = () => {
           clearTimeout(t);
+          stop.removeEventListener('abort', done);
+          wake = undefined;
           resolve();
         };
-        stop.addEventListener('abort', () => wake?.(), { once: true });
+        const t = setTimeout(done, 200);
+        wake = done;
+        stop.addEventListener('abort', done, { once: true });
       });
     }
   } finally {
@@ -117,8 +120,11 @@ async function attachTo(runtime: ProcessRuntime, id: string, io: StreamIO): Prom
     if (t.stdin === undefined) io.stdin.resume();
     else {
       const w = createWriteStream('', { fd: t.stdin, autoClose: false });
-      io.stdin.pipe(w, { end: false });
-      io.stdin.on('end', () => {
+      // The FIFO may go with its container: a failed write ends this attach's stdin, nothing more.
+      w.on('error', () => io.stdin?.unpipe(w));
+      io.stdin.pipe(w);
+      // Closed only once what was written has been handed to the FIFO.
+      w.on('finish', () => {
         if (t.stdinOnce) runtime.closeStdin(id);
       });
     }

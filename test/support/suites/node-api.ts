@@ -178,7 +178,8 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
     rt = await makeRuntime();
     node = uniqueNodeName(`it-api-${rt.name}`);
-    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
+    // Logs rotate at 4 KiB, looked at every second (the kubelet's defaults are 10 MiB and 10 s).
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint, '--container-log-max-size', '4Ki', '--container-log-max-files', '3', '--container-log-monitor-interval', '1s']);
   });
   after(async () => {
     await cleanupAgent(agent, rt.endpoint);
@@ -194,6 +195,26 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     // The comparison must compare something: the kubelet's answers are the ones expected.
     assert.equal(kubeletSaw['logs --previous'], 'exit 0\n--stdout--\nout-1\nerr-1\nout-2\nlate\n--stderr--\n');
     assert.match(kubeletSaw['exec -it: the terminal size, an answer to a prompt'], /33 101\n.*hello nodelet/s);
+  });
+
+  test('logs rotate at containerLogMaxSize, at most containerLogMaxFiles are kept, and a follower reads on across rotations', async () => {
+    const pod = await createPod(node, 'rotating', { containers: [container('c', 'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo "line $i ................................................"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done; exec sleep 3600')] });
+    await waitPod(pod, 'running', 60_000, running);
+    const follower = spawn(env.kubectl, ['--kubeconfig', env.kubeconfig, 'logs', '-f', pod.metadata!.name!], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let seen = '';
+    follower.stdout.on('data', (b: Buffer) => (seen += b.toString()));
+    try {
+      await eventually('the last line through the follower', 60_000, async () => (seen.includes('line 3000 ') ? true : undefined));
+    } finally {
+      follower.kill('SIGTERM');
+    }
+    const numbers = seen.split('\n').filter(Boolean).map((l) => Number(/^line (\d+) /.exec(l)?.[1]));
+    assert.deepEqual(numbers, Array.from({ length: 3000 }, (_, i) => i + 1), 'every line once, in order, across rotations');
+    const dir = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c');
+    const files = readdirSync(dir);
+    assert.ok(files.length <= 3, files.join(' '));
+    assert.ok(files.includes('0.log') && files.some((f) => f.startsWith('0.log.')), files.join(' '));
+    assert.ok(files.some((f) => f.endsWith('.gz')), `older rotated files are compressed: ${files.join(' ')}`);
   });
 
   test('attach to a container reading its stdin', async () => {

@@ -1,0 +1,134 @@
+// The SPDY server end and the remote-command protocol, driven by a small SPDY client written
+// here (frames and compressed header blocks as spdystream writes them): streams opened and
+// accepted across several header blocks of one compression context, PING answered, stdin in,
+// stdout out, and the v4 Status with the exit code on the error stream.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import zlib from 'node:zlib';
+import { SPDY_HEADER_DICTIONARY } from '../../../src/cri/streaming/spdy-dictionary.js';
+import { SpdyConnection } from '../../../src/cri/streaming/spdy.js';
+import { serveRemoteCommand, statusOf } from '../../../src/cri/streaming/remotecommand.js';
+import { negotiate } from '../../../src/cri/streaming/server.js';
+
+function pass(z: zlib.Deflate | zlib.Inflate, b: Buffer): Promise<Buffer> {
+  return new Promise((resolve) => {
+    z.write(b);
+    z.flush(zlib.constants.Z_SYNC_FLUSH, () => resolve((z.read() as Buffer | null) ?? Buffer.alloc(0)));
+  });
+}
+
+class Client {
+  private readonly deflate = zlib.createDeflate({ dictionary: SPDY_HEADER_DICTIONARY });
+  readonly inflate = zlib.createInflate({ dictionary: SPDY_HEADER_DICTIONARY });
+  private buf = Buffer.alloc(0);
+  readonly frames: Array<{ control: boolean; type: number; id: number; flags: number; body: Buffer }> = [];
+  private waiters: Array<() => void> = [];
+
+  constructor(readonly sock: net.Socket) {
+    sock.on('data', (c: Buffer) => {
+      this.buf = Buffer.concat([this.buf, c]);
+      while (this.buf.length >= 8) {
+        const len = this.buf.readUInt32BE(4) & 0xffffff;
+        if (this.buf.length < 8 + len) break;
+        const f = this.buf.subarray(0, 8 + len);
+        this.buf = this.buf.subarray(8 + len);
+        const first = f.readUInt32BE(0);
+        const control = (first & 0x80000000) !== 0;
+        const body = Buffer.from(f.subarray(8));
+        this.frames.push({ control, type: control ? first & 0xffff : 0, id: control ? (body.length >= 4 ? body.readUInt32BE(0) & 0x7fffffff : 0) : first & 0x7fffffff, flags: f[4]!, body });
+        for (const w of this.waiters.splice(0)) w();
+      }
+    });
+  }
+
+  async until<T>(what: () => T | undefined): Promise<T> {
+    for (;;) {
+      const v = what();
+      if (v !== undefined) return v;
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+  }
+
+  async open(id: number, headers: Record<string, string>): Promise<void> {
+    const pairs = Object.entries(headers);
+    const parts: Buffer[] = [Buffer.alloc(4)];
+    parts[0]!.writeUInt32BE(pairs.length);
+    for (const [k, v] of pairs) {
+      for (const s of [Buffer.from(k), Buffer.from(v)]) {
+        const l = Buffer.alloc(4);
+        l.writeUInt32BE(s.length);
+        parts.push(l, s);
+      }
+    }
+    const block = await pass(this.deflate, Buffer.concat(parts));
+    const body = Buffer.concat([Buffer.from([0, 0, 0, id, 0, 0, 0, 0, 0, 0]), block]);
+    this.control(1, 0, body);
+  }
+
+  control(type: number, flags: number, body: Buffer): void {
+    const h = Buffer.alloc(8);
+    h.writeUInt16BE(0x8003, 0);
+    h.writeUInt16BE(type, 2);
+    h.writeUInt32BE((flags << 24) | body.length, 4);
+    this.sock.write(Buffer.concat([h, body]));
+  }
+
+  data(id: number, data: Buffer, fin: boolean): void {
+    const h = Buffer.alloc(8);
+    h.writeUInt32BE(id, 0);
+    h.writeUInt32BE(((fin ? 1 : 0) << 24) | data.length, 4);
+    this.sock.write(Buffer.concat([h, data]));
+  }
+
+  received(id: number): string {
+    return Buffer.concat(this.frames.filter((f) => !f.control && f.id === id).map((f) => f.body)).toString();
+  }
+}
+
+async function pair(): Promise<{ server: net.Socket; client: net.Socket; close: () => void }> {
+  return new Promise((resolve) => {
+    const srv = net.createServer((server) => resolve({ server, client, close: () => srv.close() }));
+    let client: net.Socket;
+    srv.listen(0, '127.0.0.1', () => {
+      client = net.connect((srv.address() as net.AddressInfo).port, '127.0.0.1');
+    });
+  });
+}
+
+test('exec over SPDY v4: streams accepted, PING answered, stdin in, stdout out, the exit code in a Status', async () => {
+  const { server, client, close } = await pair();
+  const conn = new SpdyConnection(server);
+  const c = new Client(client);
+  const served = serveRemoteCommand(conn, 'v4.channel.k8s.io', { stdin: true, stdout: true, stderr: false, tty: false }, async (io) => {
+    let input = '';
+    for await (const chunk of io.stdin!) input += chunk;
+    io.stdout!.write(`got ${input}`);
+    return { exitCode: 3, message: 'exit status 3' };
+  });
+  await c.open(1, { streamtype: 'error' });
+  await c.until(() => c.frames.find((f) => f.control && f.type === 2 && f.id === 1));
+  // A second and third header block: one compression context across the connection.
+  await c.open(3, { streamtype: 'stdin' });
+  await c.open(5, { streamtype: 'stdout' });
+  await c.until(() => c.frames.find((f) => f.control && f.type === 2 && f.id === 5));
+  c.control(6, 0, Buffer.from([0, 0, 0, 7]));
+  const ping = await c.until(() => c.frames.find((f) => f.control && f.type === 6));
+  assert.deepEqual([...ping.body], [0, 0, 0, 7]);
+  c.data(3, Buffer.from('hello'), true);
+  await served;
+  await c.until(() => c.frames.find((f) => f.control && f.type === 7));
+  assert.equal(c.received(5), 'got hello');
+  assert.ok(c.frames.some((f) => !f.control && f.id === 5 && f.flags & 1), 'stdout ends with FIN');
+  assert.deepEqual(JSON.parse(c.received(1)), { status: 'Failure', message: 'command terminated with non-zero exit code: exit status 3', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } });
+  client.destroy();
+  close();
+});
+
+test('statuses as the kubelet writes them; protocol negotiation in the client\'s order', () => {
+  assert.deepEqual(statusOf({ exitCode: 0 }), { status: 'Success' });
+  assert.deepEqual(statusOf({ error: 'boom' }), { status: 'Failure', message: 'Internal error occurred: boom', reason: 'InternalError', code: 500 });
+  assert.equal(negotiate('v5.channel.k8s.io, v4.channel.k8s.io, channel.k8s.io', ['v4.channel.k8s.io', 'channel.k8s.io']).protocol, 'v4.channel.k8s.io');
+  assert.equal(negotiate(undefined, ['x']).error?.code, 400);
+  assert.match(negotiate('v9', ['portforward.k8s.io']).error?.message ?? '', /unable to negotiate protocol: client supports \[v9\], server accepts \[portforward.k8s.io\]/);
+});

@@ -228,6 +228,19 @@ export class Agent implements PodSyncer {
       podStatus: (uid) => this.statusManager.podStatus(uid),
       runtime: () => this.cri,
       runningPods: () => getPods(this.deps, false),
+      stats: {
+        nodeName: opts.nodeName,
+        podLogRoot: opts.podLogRoot,
+        rootDir: opts.rootDir,
+        listContainerStats: () => this.cri.listContainerStats(),
+        listContainers: () => this.cri.listContainers(),
+        imageFsInfo: () => this.cri.imageFsInfo(),
+        podStartTime: (uid) => {
+          const t = this.statusManager.podStatus(uid)?.startTime;
+          return t ? new Date(t).toISOString().replace(/\.\d+Z$/, 'Z') : undefined;
+        },
+        now: () => this.clock.now(),
+      },
       healthy: () => this.health(),
       metrics: this.metrics,
       clock: this.clock,

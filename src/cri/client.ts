@@ -8,6 +8,8 @@ import type { ImageService, RuntimeService } from './services.js';
 import type {
   AuthConfig,
   Container,
+  ContainerStats,
+  ContainerStatsFilter,
   ContainerConfig,
   ContainerFilter,
   ContainerStatusResponse,
@@ -206,6 +208,11 @@ export class CriClient implements RuntimeService, ImageService {
     // As the kubelet: a command with a timeout gets that much longer than a plain request; none means no deadline.
     const deadline = timeoutSeconds > 0 ? this.requestTimeoutMs + timeoutSeconds * 1000 : undefined;
     return this.rt('ExecSync', { container_id: containerId, cmd, timeout: String(timeoutSeconds) }, deadline);
+  }
+
+  async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
+    const res = await this.rt<{ stats: ContainerStats[] }>('ListContainerStats', { filter: filter ?? null }, this.statusTimeoutMs);
+    return res.stats;
   }
 
   /** The URL of the runtime's streaming server where this exec is served. */

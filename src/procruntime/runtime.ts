@@ -5,10 +5,10 @@
 // sandboxes and containers again, running processes included (by PID and start time).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
-import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { closeSync, existsSync, openSync, readFileSync, statfsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type {
@@ -38,10 +38,13 @@ import { hostIPv4 } from '../util/net.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore, type StoredImage } from './image-store.js';
-import { detectIsolation, execArgv, launchArgv, throughLink, type Isolation, type LaunchSpec } from './isolation.js';
+import { detectIsolation, execArgv, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
 import { forward, type StreamState } from './log-forwarder.js';
 import { DiskUsageCache, nanoCores, readProc, type UsageSample } from './stats.js';
 import { resolveUser, type ResolvedUser } from './users.js';
+import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, resolvConf, touchLog } from './container-files.js';
+import { catchesSigterm, execedFromParent, procStart } from './procfs.js';
+
 
 const run = promisify(execFile);
 const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
@@ -94,98 +97,6 @@ export interface ProcessRuntimeOptions {
   /** Which isolation to use; probed when not given (bubblewrap where it can run, else proot). */
   isolation?: Isolation;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
-}
-
-/** Whether `pid` has a handler for SIGTERM (bit 15 of SigCgt in /proc/PID/status). */
-function catchesSigterm(pid: number): boolean {
-  try {
-    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m !== null && (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `pid` has exec'd away from its parent's program (bubblewrap forks, then execs the command). */
-function execedFromParent(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
-    return readlinkSync(`/proc/${pid}/exe`) !== readlinkSync(`/proc/${ppid}/exe`);
-  } catch {
-    return true; // gone, or not ours to look at: nothing to wait for
-  }
-}
-
-function procStart(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
-
-/** CRI's KeyValue.value is bytes: a Buffer off the wire, or its JSON form once persisted. */
-function bytesToString(v: unknown): string {
-  if (v === undefined || v === null) return '';
-  if (typeof v === 'string') return v;
-  if (v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
-  const o = v as { type?: string; data?: number[] };
-  if (o.type === 'Buffer' && Array.isArray(o.data)) return Buffer.from(o.data).toString('utf8');
-  return String(v);
-}
-
-/** runc's check before exec: the command must exist in the container's root (PATH searched for bare names). */
-function missingExecutable(rootfs: string, cmd: string, path: string, cwd: string): string | undefined {
-  const inRoot = (p: string) => join(rootfs, p);
-  if (cmd.includes('/')) {
-    const abs = cmd.startsWith('/') ? cmd : join(cwd, cmd);
-    return existsSync(inRoot(abs)) ? undefined : `exec: "${cmd}": stat ${cmd}: no such file or directory`;
-  }
-  for (const dir of path.split(':')) if (dir && existsSync(inRoot(join(dir, cmd)))) return undefined;
-  return `exec: "${cmd}": executable file not found in $PATH`;
-}
-
-/** Creates the mount point for `hostPath` at `containerPath` inside `rootfs`: a directory, or an empty file. */
-async function makeMountPoint(rootfs: string, hostPath: string, containerPath: string): Promise<void> {
-  const target = join(rootfs, containerPath);
-  // Through a link the mount point could land outside the container's root: bubblewrap, which
-  // resolves it inside the sandbox, is left to make that one.
-  if (existsSync(target) || throughLink(rootfs, containerPath)) return;
-  try {
-    if (statSync(hostPath).isDirectory()) await mkdir(target, { recursive: true });
-    else {
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, '', { flag: 'a' });
-    }
-  } catch {
-    /* bubblewrap reports what it cannot mount */
-  }
-}
-
-/** PATH for a container whose image sets none (the OCI default). */
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-/** resolv.conf from a sandbox's DNS config: search, nameserver and options lines, as containerd writes them. */
-export function resolvConf(dns: { servers?: string[]; searches?: string[]; options?: string[] }): string {
-  let out = '';
-  if (dns.searches?.length) out += `search ${dns.searches.join(' ')}\n`;
-  for (const ns of dns.servers ?? []) out += `nameserver ${ns}\n`;
-  if (dns.options?.length) out += `options ${dns.options.join(' ')}\n`;
-  return out;
-}
-
-/** The CRI mounts of a container as binds. */
-function criMounts(config: ContainerConfig): LaunchSpec['mounts'] {
-  return (config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
-}
-
-/** Creates the container's CRI log file (and its directory), empty, if it is not there. */
-async function touchLog(logPath: string): Promise<void> {
-  if (!logPath) return;
-  await mkdir(dirname(logPath), { recursive: true });
-  await appendFile(logPath, '');
 }
 
 function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {

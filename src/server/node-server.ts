@@ -16,6 +16,7 @@ import { isMirrorPod } from '../pods/mirror-pods.js';
 import type { RunningPod } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import type { NodeAuth } from './auth.js';
+import { buildSummary, NodeCpu, resourceMetrics, type StatsSources } from './stats.js';
 import { checkStreamGate, HttpError, logContainerID, parseLogQuery, podHasContainer } from './container-logs.js';
 import { parsePorts, parseStreamOptions, proxyUpgrade, rawError } from './streaming.js';
 
@@ -24,6 +25,8 @@ export interface NodeServerHost {
   /** The status this agent last computed for a pod (else the API's is used). */
   podStatus(uid: string): V1PodStatus | undefined;
   runtime(): Pick<RuntimeService, 'containerStatus' | 'execSync'> & StreamingService;
+  /** What /stats/summary and /metrics/resource are made of. */
+  stats: StatsSources;
   /** Pods with their running containers and ready sandboxes, as the runtime lists them. */
   runningPods(): Promise<RunningPod[]>;
   healthy(): { ok: boolean; detail: string };
@@ -53,7 +56,7 @@ interface ContainerTarget extends PodTarget {
 }
 
 type Route =
-  | { kind: 'healthz' | 'pods' | 'configz' | 'metrics' }
+  | { kind: 'healthz' | 'pods' | 'configz' | 'metrics' | 'summary' | 'metricsResource' }
   | ({ kind: 'logs' } & ContainerTarget)
   | ({ kind: 'exec' | 'attach' | 'run' } & ContainerTarget)
   | ({ kind: 'portForward' } & PodTarget);
@@ -66,8 +69,12 @@ export function route(path: string): Route | undefined {
     case 'healthz':
     case 'pods':
     case 'configz':
-    case 'metrics':
       return rest.length === 0 ? { kind: head } : undefined;
+    case 'metrics':
+      if (rest.length === 0) return { kind: 'metrics' };
+      return rest.length === 1 && rest[0] === 'resource' ? { kind: 'metricsResource' } : undefined;
+    case 'stats':
+      return rest.length === 1 && rest[0] === 'summary' ? { kind: 'summary' } : undefined;
     case 'containerLogs':
       return rest.length === 3 ? { kind: 'logs', namespace: rest[0], pod: rest[1], container: rest[2] } : undefined;
     case 'exec':
@@ -93,6 +100,7 @@ export class NodeServer {
   private secure?: https.Server;
   private readonly plain: Server[] = [];
   private readonly streams = new Set<Duplex>();
+  private readonly cpu = new NodeCpu();
 
   constructor(
     private readonly host: NodeServerHost,
@@ -115,7 +123,7 @@ export class NodeServer {
 
   /** A plain-HTTP port without authentication: 'healthz' serves /healthz, 'readonly' also /pods and /metrics. */
   async listenPlain(address: string, port: number, what: 'healthz' | 'readonly'): Promise<number> {
-    const allowed = what === 'healthz' ? ['healthz'] : ['healthz', 'pods', 'metrics'];
+    const allowed = what === 'healthz' ? ['healthz'] : ['healthz', 'pods', 'metrics', 'summary', 'metricsResource'];
     const server = http.createServer((req, res) => {
       const r = route(new URL(req.url ?? '/', 'http://node').pathname);
       if (!r || !allowed.includes(r.kind)) return void text(res, 404, '404 page not found\n');
@@ -189,6 +197,12 @@ export class NodeServer {
         case 'metrics': {
           const body = await this.host.metrics.registry.metrics();
           return void res.writeHead(200, { 'content-type': this.host.metrics.registry.contentType }).end(body);
+        }
+        case 'summary':
+          return void json(res, await buildSummary(this.host.stats, this.cpu));
+        case 'metricsResource': {
+          const text = resourceMetrics(await buildSummary(this.host.stats, this.cpu));
+          return void res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text);
         }
         case 'logs':
           return await this.containerLogs(r, req, res);

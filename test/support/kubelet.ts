@@ -179,6 +179,9 @@ export async function startKubelet(core: k8s.CoreV1Api, opts: KubeletOptions): P
   const bin = kubeletBinary();
   await stopLeftover(pidFile, bin.path);
   await releaseRoot(root);
+  // No kubelet runs now: sandboxes no nodelet made are a dead kubelet's (one killed with the
+  // machine, say), and so its own to remove. A nodelet's are left alone, and must be gone.
+  await sweepSandboxes(env.runtimeEndpoint, (l) => l['nodelet.io/node-name'] === undefined);
   await requireEmptyContainerd(env.runtimeEndpoint);
   await deleteNodeObjects(core, node);
   for (const d of [root, pki, logs]) mkdirSync(d, { recursive: true });

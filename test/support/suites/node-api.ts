@@ -268,6 +268,28 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     assert.equal((await nodeGet(agent.port, '/healthz')).body, 'ok');
   });
 
+  test('/stats/summary and /metrics/resource: the node, and each pod with its containers, CPU, memory, logs and volumes', async () => {
+    const pod = await createPod(node, 'stats', {
+      volumes: [{ name: 'scratch', emptyDir: {} }],
+      containers: [container('c', 'head -c 200000 /dev/urandom > /scratch/blob; while true; do echo busy; sleep 0.1; done', { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] })],
+    });
+    await waitPod(pod, 'running', 60_000, running);
+    const summary = await eventually('the pod in the summary with its CPU and memory', 30_000, async () => {
+      const s = JSON.parse((await nodeGet(agent.port, '/stats/summary')).body);
+      const p = s.pods?.find((x: { podRef: { uid: string } }) => x.podRef.uid === pod.metadata!.uid);
+      const c = p?.containers?.find((x: { name: string }) => x.name === 'c');
+      return c?.cpu?.usageCoreNanoSeconds > 0 && c?.memory?.workingSetBytes > 0 && p.volume?.some((v: { name: string; usedBytes: number }) => v.name === 'scratch' && v.usedBytes >= 200_000) ? s : undefined;
+    });
+    assert.equal(summary.node.nodeName, node);
+    assert.ok(summary.node.memory.workingSetBytes > 0 && summary.node.fs.capacityBytes > 0 && summary.node.cpu.usageCoreNanoSeconds > 0, JSON.stringify(summary.node));
+    const p = summary.pods.find((x: { podRef: { uid: string } }) => x.podRef.uid === pod.metadata!.uid);
+    assert.deepEqual(p.podRef, { name: pod.metadata!.name, namespace: NS, uid: pod.metadata!.uid });
+    assert.ok(p.containers[0].logs.usedBytes > 0, 'the container log is measured');
+    const metrics = (await nodeGet(agent.port, '/metrics/resource')).body;
+    assert.match(metrics, new RegExp(`container_cpu_usage_seconds_total\\{container="c",namespace="${NS}",pod="${pod.metadata!.name}"\\} [0-9.e-]+ \\d+`));
+    assert.match(metrics, /^node_memory_working_set_bytes \d+ \d+$/m);
+  });
+
   test('callers without credentials get 401, and a ServiceAccount without nodes/proxy 403 in the kubelet\'s words', async () => {
     const anon = await nodeGet(agent.port, '/pods', undefined, false);
     assert.equal(anon.code, 401);

@@ -11,12 +11,14 @@ import { projectRoot } from '../support/cluster.js';
 
 // Specs nodelet passes today, each quick: they need the scheduler, the controller-manager (a
 // namespace's default ServiceAccount), the e2e images under their names, and nodelet's statuses,
-// termination reasons and init-container failures to be the kubelet's.
+// termination reasons, init-container failures and container logs to be the kubelet's.
 const SPECS = [
   'Pods should get a host IP',
   'Pods should be submitted and removed',
   'Kubelet when scheduling a busybox command that always fails in a pod should have an terminated reason',
   'InitContainer should not start app containers and fail the pod if init containers fail on a RestartNever pod',
+  // Read through the node API (kubectl logs, as the e2e framework reads it).
+  'Kubelet when scheduling a busybox command in a pod should print the output to logs',
 ];
 
 test('a reduced make conformance runs e2e.test against nodelet and writes results in which the specs passed', () => {

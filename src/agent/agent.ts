@@ -81,7 +81,6 @@ export class Agent implements PodSyncer {
   private sourcesReady = false;
   /** Standalone: the node as admission sees it, built from the config and the host. */
   private localNode?: V1Node;
-  port = 0;
 
   constructor(
     private readonly config: NodeletConfig,
@@ -245,8 +244,7 @@ export class Agent implements PodSyncer {
       metrics: this.metrics,
       clock: this.clock,
       logger: this.logger,
-    }, this.kube);
-    this.port = this.nodeApi.ports.port;
+    }, this.kube, this.deps.nodeIP);
     if (this.kube) {
       this.nodeController = new NodeController({
         api: this.kube,
@@ -254,7 +252,7 @@ export class Agent implements PodSyncer {
         config: this.config,
         nodeIP: this.deps.nodeIP,
         kubeletVersion: `v${NODELET_VERSION}-nodelet`,
-        port: () => this.port,
+        port: () => this.nodeApi?.ports.port ?? 0,
         clock: this.clock,
         logger: this.logger,
       });
@@ -287,6 +285,7 @@ export class Agent implements PodSyncer {
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
     this.logRotation?.stop();
+    this.nodeApi?.certificates?.stop();
     await this.nodeApi?.server.close();
     this.volumes.stop();
     this.cri?.close();

@@ -23,6 +23,8 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   port: ['port', 'int', 'port of the node API, HTTPS (default 10250; 0 picks one)'],
   'tls-cert-file': ['tlsCertFile', 'string', "the node API's serving certificate (PEM)"],
   'tls-private-key-file': ['tlsPrivateKeyFile', 'string', "the node API's serving key (PEM)"],
+  'cert-dir': ['certDir', 'string', 'where made or issued serving certificates are kept (default <root-dir>/pki)'],
+  'rotate-server-certificates': ['serverTLSBootstrap', 'bool', 'request the serving certificate through a CSR to kubernetes.io/kubelet-serving'],
   'client-ca-file': ['authentication.x509.clientCAFile', 'string', 'CA bundle that client certificates of node API callers are verified with'],
   'anonymous-auth': ['authentication.anonymous.enabled', 'bool', 'let anonymous callers reach the node API (default false)'],
   'authentication-token-webhook': ['authentication.webhook.enabled', 'bool', 'bearer tokens checked with a TokenReview (default true)'],

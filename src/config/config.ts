@@ -67,6 +67,10 @@ export interface NodeletConfig {
   /** The node API's serving certificate and key (PEM files); both or neither. */
   tlsCertFile: string;
   tlsPrivateKeyFile: string;
+  /** Without files: request the serving certificate from the kubelet-serving signer (else one is self-signed). */
+  serverTLSBootstrap: boolean;
+  /** Where made or issued serving certificates are kept ('' for <rootDir>/pki, the kubelet's --cert-dir). */
+  certDir: string;
   /** Plain-HTTP /healthz (0: off), on healthzBindAddress, as the kubelet's 10248. */
   healthzPort: number;
   healthzBindAddress: string;
@@ -128,6 +132,8 @@ export function defaultConfig(): NodeletConfig {
     port: 10250,
     tlsCertFile: '',
     tlsPrivateKeyFile: '',
+    serverTLSBootstrap: false,
+    certDir: '',
     healthzPort: 10248,
     healthzBindAddress: '127.0.0.1',
     readOnlyPort: 0,
@@ -214,6 +220,8 @@ const fields: Record<string, FieldSpec> = {
   port: { kind: 'int', min: 0, max: 65535 },
   tlsCertFile: { kind: 'string' },
   tlsPrivateKeyFile: { kind: 'string' },
+  serverTLSBootstrap: { kind: 'bool' },
+  certDir: { kind: 'string' },
   healthzPort: { kind: 'int', min: 0, max: 65535 },
   healthzBindAddress: { kind: 'string' },
   readOnlyPort: { kind: 'int', min: 0, max: 65535 },

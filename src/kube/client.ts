@@ -178,4 +178,12 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
     });
     return { allowed: res.status?.allowed === true, reason: res.status?.reason };
   }
+
+  createCsr(body: object): Promise<{ metadata?: { name?: string } }> {
+    return this.rest.request('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', { body });
+  }
+
+  getCsr(name: string): Promise<{ status?: { certificate?: string; conditions?: Array<{ type: string; message?: string }> } } | undefined> {
+    return this.getOrUndefined(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${enc(name)}`);
+  }
 }

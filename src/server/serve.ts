@@ -1,14 +1,19 @@
-// Starting the node API from the config: the authenticated HTTPS port when a serving certificate
-// is configured, and the plain-HTTP healthz and read-only ports when they are asked for.
+// Starting the node API from the config: the authenticated HTTPS port with its serving
+// certificate (files, else one issued through a CSR with serverTLSBootstrap, else a self-signed
+// one), and the plain-HTTP healthz and read-only ports when they are asked for.
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
 import type { NodeletConfig } from '../config/config.js';
 import type { KubeClient } from '../kube/client.js';
 import { NodeAuth } from './auth.js';
+import { CsrCertificateManager, selfSigned } from './certificates.js';
 import { configz } from './configz.js';
 import { NodeServer, type NodeServerHost } from './node-server.js';
 
 export interface NodeApi {
   server: NodeServer;
+  certificates?: CsrCertificateManager;
   /** Ports bound (0: not served). */
   ports: { port: number; healthzPort: number; readOnlyPort: number };
 }
@@ -28,7 +33,7 @@ function readPem(field: string, path: string): Buffer {
   }
 }
 
-export async function startNodeApi(config: NodeletConfig, host: Omit<NodeServerHost, 'configz' | 'splitLogStreams'>, kube: KubeClient | undefined): Promise<NodeApi> {
+export async function startNodeApi(config: NodeletConfig, host: Omit<NodeServerHost, 'configz' | 'splitLogStreams'>, kube: KubeClient | undefined, nodeIP: string): Promise<NodeApi> {
   const a = config.authentication;
   const auth = new NodeAuth(
     {
@@ -46,16 +51,35 @@ export async function startNodeApi(config: NodeletConfig, host: Omit<NodeServerH
   );
   const server = new NodeServer({ ...host, configz: () => configz(config), splitLogStreams: config.featureGates.PodLogsQuerySplitStreams }, auth);
   const ports = { port: 0, healthzPort: 0, readOnlyPort: 0 };
+  const api: NodeApi = { server, ports };
+  const clientCA = a.x509.clientCAFile ? readPem('authentication.x509.clientCAFile', a.x509.clientCAFile) : undefined;
+  const certDir = config.certDir || join(config.rootDir, 'pki');
+  // The names the API server may dial this node by: its Hostname and InternalIP addresses.
+  const sans = () => [...new Set([os.hostname(), nodeIP].filter(Boolean))];
   try {
     if (config.tlsCertFile) {
-      const tls = {
-        cert: readPem('tlsCertFile', config.tlsCertFile),
-        key: readPem('tlsPrivateKeyFile', config.tlsPrivateKeyFile),
-        clientCA: a.x509.clientCAFile ? readPem('authentication.x509.clientCAFile', a.x509.clientCAFile) : undefined,
-      };
-      ports.port = await server.listenSecure(config.address, config.port, tls);
+      ports.port = await server.listenSecure(config.address, config.port, { cert: readPem('tlsCertFile', config.tlsCertFile), key: readPem('tlsPrivateKeyFile', config.tlsPrivateKeyFile), clientCA });
+    } else if (config.serverTLSBootstrap && kube) {
+      // The port opens with the first certificate; renewals replace it for new connections.
+      api.certificates = new CsrCertificateManager({
+        api: kube,
+        nodeName: config.nodeName,
+        sans,
+        certDir,
+        clock: host.clock,
+        logger: host.logger,
+        onCertificate: (c) => {
+          if (ports.port) return server.setCertificate(c.cert, c.key, clientCA);
+          void server.listenSecure(config.address, config.port, { ...c, clientCA }).then(
+            (p) => (ports.port = p),
+            (err: Error) => host.logger.error('node API: cannot listen', { error: err.message }),
+          );
+        },
+      });
+      api.certificates.start();
     } else {
-      host.logger.warn('node API not served: no serving certificate (tlsCertFile, tlsPrivateKeyFile); kubectl logs/exec will not reach this node');
+      const c = selfSigned(certDir, os.hostname(), sans(), host.clock.now());
+      ports.port = await server.listenSecure(config.address, config.port, { ...c, clientCA });
     }
     if (config.healthzPort) ports.healthzPort = await server.listenPlain(config.healthzBindAddress, config.healthzPort, 'healthz');
     if (config.readOnlyPort) ports.readOnlyPort = await server.listenPlain(config.address, config.readOnlyPort, 'readonly');
@@ -64,5 +88,5 @@ export async function startNodeApi(config: NodeletConfig, host: Omit<NodeServerH
     if (err instanceof NodeApiError) throw err;
     throw new NodeApiError(`node API: ${(err as Error).message}`);
   }
-  return { server, ports };
+  return api;
 }

@@ -189,3 +189,32 @@ test('markUnschedulableOnShutdown: the node is cordoned when the agent stops, an
     await cleanupAgent(a);
   }
 });
+
+test('serverTLSBootstrap: a CSR to kubernetes.io/kubelet-serving, no node API until it is approved, then kubectl logs through the issued certificate', async () => {
+  const csrNode = uniqueNodeName('it-csr');
+  const kubectl = (...args: string[]) => execFileSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8' });
+  // Without the cluster's certificate files: the agent must ask for its own.
+  const a = await startAgent(csrNode, ['--tls-cert-file', '', '--tls-private-key-file', '', '--rotate-server-certificates', 'true', '--cert-dir', join(tmp, 'csr-pki')]);
+  try {
+    const csr = await eventually('the agent\'s CSR', 30_000, async () => {
+      const list = JSON.parse(kubectl('get', 'csr', '-o', 'json')) as { items: Array<{ metadata: { name: string }; spec: { signerName: string; request: string; usages: string[] }; status?: { certificate?: string } }> };
+      return list.items.find((c) => c.spec.signerName === 'kubernetes.io/kubelet-serving' && spawnSync('openssl', ['req', '-noout', '-subject'], { input: Buffer.from(c.spec.request, 'base64'), encoding: 'utf8' }).stdout.includes(`system:node:${csrNode}`));
+    });
+    assert.deepEqual(csr.spec.usages, ['digital signature', 'server auth']);
+    assert.equal(a.port, 0, 'no node API before a certificate is issued');
+    const pod = await createPod(csrNode, 'csr-logs', { restartPolicy: 'Never', containers: [container('c', 'echo served-with-an-issued-certificate; sleep 3600')] });
+    await waitPod(pod, 'running', 60_000, running);
+    kubectl('certificate', 'approve', csr.metadata.name);
+    const out = await eventually('kubectl logs once the certificate is issued', 60_000, async () => {
+      const r = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, 'logs', pod.metadata!.name!], { encoding: 'utf8' });
+      return r.status === 0 ? r.stdout : undefined;
+    });
+    assert.equal(out, 'served-with-an-issued-certificate\n');
+    const kept = readFileSync(join(tmp, 'csr-pki', 'nodelet-server-current.pem'), 'utf8');
+    assert.match(kept, /BEGIN CERTIFICATE/);
+    const issuer = spawnSync('openssl', ['x509', '-noout', '-issuer', '-ext', 'subjectAltName'], { input: kept, encoding: 'utf8' }).stdout;
+    assert.match(issuer, /nodelet-test-ca/, 'signed by the cluster CA (the controller-manager\'s signer)');
+  } finally {
+    await cleanupAgent(a);
+  }
+});

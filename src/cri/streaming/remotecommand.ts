@@ -140,6 +140,7 @@ export async function serveRemoteCommand(conn: SpdyConnection, protocol: string,
 }
 
 interface WireStatus {
+  metadata: Record<string, never>;
   status: string;
   message?: string;
   reason?: string;
@@ -147,11 +148,12 @@ interface WireStatus {
   code?: number;
 }
 
-/** The Status the kubelet's streaming server writes for an outcome. */
+/** The Status the streaming server writes for an outcome (a metav1.Status, as containerd writes it). */
 export function statusOf(outcome: ExecOutcome): WireStatus {
-  if ('error' in outcome) return { status: 'Failure', message: `Internal error occurred: ${outcome.error}`, reason: 'InternalError', code: 500 };
-  if (outcome.exitCode === 0) return { status: 'Success' };
+  if ('error' in outcome) return { metadata: {}, status: 'Failure', message: `Internal error occurred: ${outcome.error}`, reason: 'InternalError', code: 500 };
+  if (outcome.exitCode === 0) return { metadata: {}, status: 'Success' };
   return {
+    metadata: {},
     status: 'Failure',
     message: `command terminated with non-zero exit code: ${outcome.message ?? `exit status ${outcome.exitCode}`}`,
     reason: 'NonZeroExitCode',

@@ -1,7 +1,7 @@
 // A CRI streaming server (the process runtime's; containerd has its own): CRI Exec, Attach and
 // PortForward each register a request and answer a one-time URL on this server, valid for a
-// minute, as the kubelet's streaming library does; the node agent relays the caller's SPDY
-// upgrade there, and the request is served on the upgraded connection.
+// minute, as the kubelet's streaming library does; the node agent relays the caller's SPDY (or,
+// for exec and attach, WebSocket) upgrade there, and the request is served on that connection.
 import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,12 +9,14 @@ import type { Duplex } from 'node:stream';
 import { PORTFORWARD_PROTOCOLS, servePortForward, type PortDialer } from './portforward.js';
 import { REMOTECOMMAND_PROTOCOLS, serveRemoteCommand, type ExecOutcome, type StreamIO, type StreamOptions } from './remotecommand.js';
 import { SpdyConnection } from './spdy.js';
+import { isWebSocketUpgrade, serveRemoteCommandWs, WebSocketConn, websocketProtocol } from './websocket.js';
 
 export type StreamRequest =
   | { kind: 'exec' | 'attach'; opts: StreamOptions; run: (io: StreamIO) => Promise<ExecOutcome> }
   | { kind: 'portforward'; podName: string; podUID: string; dial: PortDialer };
 
 const TOKEN_TTL_MS = 60_000;
+const WEBSOCKET_LIST = 'v4.channel.k8s.io, v4.base64.channel.k8s.io, channel.k8s.io, base64.channel.k8s.io';
 const MAX_IN_FLIGHT = 1000;
 
 function rawResponse(socket: Duplex, code: number, message: string, headers: Record<string, string> = {}): void {
@@ -79,8 +81,15 @@ export class StreamingServer {
     }
     // One use per URL.
     this.requests.delete(m[2]!);
-    if (String(req.headers.upgrade ?? '').toLowerCase() !== 'spdy/3.1') return rawResponse(socket, 400, 'unable to upgrade: the protocol is not SPDY/3.1');
     const r = entry.req;
+    if (isWebSocketUpgrade(req) && r.kind !== 'portforward') {
+      const protocol = websocketProtocol(req);
+      if (protocol === undefined) return rawResponse(socket, 400, `unable to upgrade: none of the offered WebSocket protocols is served (${WEBSOCKET_LIST})`);
+      const ws = WebSocketConn.accept(req, socket, head, protocol);
+      void serveRemoteCommandWs(ws, protocol, r.opts, r.run);
+      return;
+    }
+    if (String(req.headers.upgrade ?? '').toLowerCase() !== 'spdy/3.1') return rawResponse(socket, 400, 'unable to upgrade: the protocol is not SPDY/3.1');
     const { protocol, error } = negotiate(req.headers['x-stream-protocol-version'], r.kind === 'portforward' ? PORTFORWARD_PROTOCOLS : REMOTECOMMAND_PROTOCOLS);
     if (error) return rawResponse(socket, error.code, error.message, error.code === 403 ? { 'X-Accepted-Stream-Protocol-Versions': (r.kind === 'portforward' ? PORTFORWARD_PROTOCOLS : REMOTECOMMAND_PROTOCOLS).join(', ') } : {});
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`);

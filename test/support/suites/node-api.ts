@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
 import https from 'node:https';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +45,41 @@ function normalize(text: string, pods: V1Pod[]): string {
   let t = text;
   for (const p of pods) t = t.split(p.metadata!.name!).join('POD');
   return t.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z /g, 'TIME ');
+}
+
+/** An exec over WebSocket through the API server (as e2e's websocket specs do): the messages received, one per line. */
+function execOverWebSocket(pod: string, container: string, command: string[], protocol: string): Promise<string> {
+  const env = clusterEnv();
+  const u = new URL(`/api/v1/namespaces/${NS}/pods/${pod}/exec?${[...command.map((c) => `command=${encodeURIComponent(c)}`), `container=${container}`, 'stdout=1', 'stderr=1'].join('&')}`, env.apiserver);
+  const token = readFileSync(join(env.clusterDir, 'pki/admin-token'), 'utf8').trim();
+  const key = randomBytes(16).toString('base64');
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, ca: readFileSync(env.clientCA), headers: { authorization: `Bearer ${token}`, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key, 'sec-websocket-protocol': protocol } });
+    req.on('upgrade', (res, sock, head) => {
+      const lines = [`${res.statusCode} ${res.headers['sec-websocket-protocol']} accept-ok=${res.headers['sec-websocket-accept'] === createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64')}`];
+      let buf = head;
+      sock.on('data', (d: Buffer) => {
+        buf = Buffer.concat([buf, d]);
+        while (buf.length >= 2) {
+          let len = buf[1]! & 0x7f;
+          let off = 2;
+          if (len === 126) {
+            len = buf.readUInt16BE(2);
+            off = 4;
+          }
+          if (buf.length < off + len) break;
+          const op = buf[0]! & 0x0f;
+          const payload = buf.subarray(off, off + len);
+          buf = buf.subarray(off + len);
+          lines.push(op === 8 ? `close ${payload.length >= 2 ? payload.readUInt16BE(0) : ''}` : `op ${op} channel ${payload[0]} ${JSON.stringify(payload.subarray(1).toString())}`);
+        }
+      });
+      sock.on('close', () => resolve(lines.join('\n')));
+    });
+    req.on('response', (res) => resolve(`refused ${res.statusCode}`));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 const show = (r: Run) => `exit ${r.code}\n--stdout--\n${r.stdout}--stderr--\n${r.stderr}`;
@@ -117,6 +153,9 @@ async function observe(node: string, port: number): Promise<Observations> {
   const sh = shell.metadata!.name!;
   o['exec -i: stdin in, both streams out, the exit code'] = show(kubectl(['exec', '-i', sh, '-c', 'main', '--', 'sh', '-c', 'cat; echo to-err >&2; exit 3'], 'piped in\n'));
   o['exec: a command that is not there'] = show(kubectl(['exec', sh, '-c', 'main', '--', '/no/such/command'])).replace(/exec failed:.*|failed to exec.*|executable file not found.*/s, 'NOT FOUND');
+  for (const protocol of ['channel.k8s.io', 'v4.channel.k8s.io']) {
+    o[`exec over WebSocket (${protocol}): output and a non-zero exit`] = await execOverWebSocket(sh, 'main', ['sh', '-c', 'echo over-websocket; exit 2'], protocol);
+  }
   o['exec into a container that has exited'] = show(kubectl(['exec', sh, '-c', 'gone', '--', 'true']));
   o['exec -it: the terminal size, an answer to a prompt'] = show(kubectlTty(['exec', '-it', sh, '-c', 'main', '--', 'sh', '-c', 'sleep 1; stty size; printf "name? "; read n; echo "hello $n"'], 'nodelet\n', 33, 101));
 

@@ -120,14 +120,14 @@ test('exec over SPDY v4: streams accepted, PING answered, stdin in, stdout out, 
   await c.until(() => c.frames.find((f) => f.control && f.type === 7));
   assert.equal(c.received(5), 'got hello');
   assert.ok(c.frames.some((f) => !f.control && f.id === 5 && f.flags & 1), 'stdout ends with FIN');
-  assert.deepEqual(JSON.parse(c.received(1)), { status: 'Failure', message: 'command terminated with non-zero exit code: exit status 3', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } });
+  assert.deepEqual(JSON.parse(c.received(1)), { metadata: {}, status: 'Failure', message: 'command terminated with non-zero exit code: exit status 3', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } });
   client.destroy();
   close();
 });
 
 test('statuses as the kubelet writes them; protocol negotiation in the client\'s order', () => {
-  assert.deepEqual(statusOf({ exitCode: 0 }), { status: 'Success' });
-  assert.deepEqual(statusOf({ error: 'boom' }), { status: 'Failure', message: 'Internal error occurred: boom', reason: 'InternalError', code: 500 });
+  assert.deepEqual(statusOf({ exitCode: 0 }), { metadata: {}, status: 'Success' });
+  assert.deepEqual(statusOf({ error: 'boom' }), { metadata: {}, status: 'Failure', message: 'Internal error occurred: boom', reason: 'InternalError', code: 500 });
   assert.equal(negotiate('v5.channel.k8s.io, v4.channel.k8s.io, channel.k8s.io', ['v4.channel.k8s.io', 'channel.k8s.io']).protocol, 'v4.channel.k8s.io');
   assert.equal(negotiate(undefined, ['x']).error?.code, 400);
   assert.match(negotiate('v9', ['portforward.k8s.io']).error?.message ?? '', /unable to negotiate protocol: client supports \[v9\], server accepts \[portforward.k8s.io\]/);

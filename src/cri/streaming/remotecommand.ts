@@ -123,20 +123,27 @@ export async function serveRemoteCommand(conn: SpdyConnection, protocol: string,
     onResize: (l) => resizeListeners.push(l),
     signal: abort.signal,
   };
+  const errStream = got.get('error')!;
+  await runAndReport(io, run, v4, (b) => errStream.write(b));
+  errStream.end();
+  conn.close();
+}
+
+/**
+ * Runs the command, lets what it wrote out first, then reports how it ended on the error channel:
+ * v4 a JSON Status always, earlier protocols a failure's message only.
+ */
+export async function runAndReport(io: StreamIO, run: (io: StreamIO) => Promise<ExecOutcome>, v4: boolean, writeError: (b: Buffer) => void): Promise<void> {
   let outcome: ExecOutcome;
   try {
     outcome = await run(io);
   } catch (err) {
     outcome = { error: (err as Error).message };
   }
-  // What the command wrote is sent before how it ended.
   await Promise.all([io.stdout, io.stderr].map((w) => (w ? new Promise<void>((r) => w.end(() => r())) : undefined)));
-  const errStream = got.get('error')!;
   const status = statusOf(outcome);
-  if (v4) errStream.write(Buffer.from(JSON.stringify(status)));
-  else if (status.status !== 'Success') errStream.write(Buffer.from(status.message ?? ''));
-  errStream.end();
-  conn.close();
+  if (v4) writeError(Buffer.from(JSON.stringify(status)));
+  else if (status.status !== 'Success') writeError(Buffer.from(status.message ?? ''));
 }
 
 interface WireStatus {

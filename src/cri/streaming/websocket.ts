@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import type { Duplex } from 'node:stream';
-import { statusOf, type ExecOutcome, type StreamIO, type StreamOptions, type TerminalSize } from './remotecommand.js';
+import { runAndReport, type ExecOutcome, type StreamIO, type StreamOptions, type TerminalSize } from './remotecommand.js';
 
 export const WEBSOCKET_REMOTECOMMAND_PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'channel.k8s.io', 'base64.channel.k8s.io'];
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -149,15 +149,6 @@ export async function serveRemoteCommandWs(conn: WebSocketConn, protocol: string
   // An empty first message on the first channel that writes: the client knows the stream is open.
   send(opts.stdout ? 1 : opts.stderr ? 2 : 3, Buffer.alloc(0));
   const io: StreamIO = { stdin, stdout: opts.stdout ? writer(1) : undefined, stderr: opts.stderr ? writer(2) : undefined, tty: opts.tty, onResize: (l) => resize.push(l), signal: abort.signal };
-  let outcome: ExecOutcome;
-  try {
-    outcome = await run(io);
-  } catch (err) {
-    outcome = { error: (err as Error).message };
-  }
-  await Promise.all([io.stdout, io.stderr].map((w) => (w ? new Promise<void>((r) => w.end(() => r())) : undefined)));
-  const status = statusOf(outcome);
-  if (v4) send(3, Buffer.from(JSON.stringify(status)));
-  else if (status.status !== 'Success') send(3, Buffer.from(status.message ?? ''));
+  await runAndReport(io, run, v4, (b) => send(3, b));
   conn.close();
 }

@@ -353,13 +353,15 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
   });
 
-  test('100 followers opened and closed leave the agent\'s file handles where they were', async () => {
+  test('100 followers opened and closed leave the agent\'s file handles where they were, and its memory near', async () => {
     const pod = await createPod(node, 'chatty', { containers: [container('c', 'while true; do echo tick; sleep 0.2; done')] });
     await waitPod(pod, 'running', 60_000, running);
     const fds = () => readdirSync(`/proc/${agent.process.pid}/fd`).length;
+    const rssMB = () => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${agent.process.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
     const path = `/containerLogs/${NS}/${pod.metadata!.name}/c?follow=true`;
     await nodeGet(agent.port, `/containerLogs/${NS}/${pod.metadata!.name}/c?tailLines=1`);
     const before = fds();
+    const rssBefore = rssMB();
     const ac = new AbortController();
     const followers = await Promise.all(Array.from({ length: 100 }, () => nodeGet(agent.port, path, ac.signal)));
     assert.ok(followers.every((f) => f.code === 200));
@@ -371,5 +373,9 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
       return n <= before + 5 ? n : undefined;
     });
     assert.ok(after <= before + 5, `${before} handles before, ${after} after`);
+    // Memory is looked at, not raced: what 100 followers cost must not stay behind in bulk.
+    const rssAfter = rssMB();
+    console.log(`100 followers: handles ${before} -> ${after}, agent RSS ${rssBefore.toFixed(0)} -> ${rssAfter.toFixed(0)} MB`);
+    assert.ok(rssAfter < rssBefore + 40, `agent RSS ${rssBefore.toFixed(0)} MB before, ${rssAfter.toFixed(0)} MB after`);
   });
 }

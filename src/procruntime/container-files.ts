@@ -67,3 +67,26 @@ export async function touchLog(logPath: string): Promise<void> {
   await mkdir(dirname(logPath), { recursive: true });
   await appendFile(logPath, '');
 }
+
+/**
+ * For a container whose user is not root: each bind's source mounted (by the runtime, as root)
+ * under <dir>/mounts/<n>, so that bubblewrap, which binds as that user, reaches it there. The
+ * kubelet keeps pod directories 0750 root, which a user cannot pass through; runc binds as root.
+ */
+export async function stageMounts(dir: string, mounts: LaunchSpec['mounts'], bind: (from: string, to: string) => Promise<void>): Promise<LaunchSpec['mounts']> {
+  const base = join(dir, 'mounts');
+  await mkdir(base, { recursive: true, mode: 0o711 });
+  const out: LaunchSpec['mounts'] = [];
+  for (const [i, m] of mounts.entries()) {
+    const staged = join(base, String(i));
+    if (!existsSync(m.hostPath)) {
+      out.push(m); // bubblewrap reports what is not there
+      continue;
+    }
+    if (statSync(m.hostPath).isDirectory()) await mkdir(staged, { recursive: true });
+    else await writeFile(staged, '', { flag: 'a' });
+    await bind(m.hostPath, staged);
+    out.push({ ...m, hostPath: staged });
+  }
+  return out;
+}

@@ -42,7 +42,7 @@ import { detectIsolation, execArgv, launchArgv, type Isolation, type LaunchSpec 
 import { forward, type StreamState } from './log-forwarder.js';
 import { DiskUsageCache, nanoCores, readProc, type UsageSample } from './stats.js';
 import { resolveUser, type ResolvedUser } from './users.js';
-import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, resolvConf, touchLog } from './container-files.js';
+import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, resolvConf, stageMounts, touchLog } from './container-files.js';
 import { catchesSigterm, execedFromParent, procStart } from './procfs.js';
 
 
@@ -490,6 +490,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (missing) await this.failStart(c, missing);
     // Mount points are made in the container's own root first: a read-only root cannot get them later.
     for (const m of mounts) await makeMountPoint(rootfs, m.hostPath, m.containerPath);
+    const binds = this.isolation === 'bubblewrap' && (c.user?.uid ?? 0) !== 0 ? await stageMounts(dir, mounts, (from, to) => run('mount', ['--bind', from, to]).then(() => undefined)) : mounts;
     const sc = c.config.linux?.security_context;
     const spec: LaunchSpec = {
       rootfs,
@@ -497,7 +498,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       env: [...env],
       cwd: c.config.working_dir || img.config.WorkingDir || '/',
       hostname: (s.config.hostname || s.config.metadata?.name || 'pod').slice(0, 63),
-      mounts,
+      mounts: binds,
       statusFd: 3,
       readonlyRootfs: sc?.readonly_rootfs === true,
       user: c.user,
@@ -634,6 +635,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.closeStdin(c.id);
     this.killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
+    for (const m of c.launch?.mounts ?? []) {
+      if (m.hostPath.startsWith(join(this.cdir(c.id), 'mounts'))) await run('umount', ['-l', m.hostPath]).catch(() => undefined);
+    }
     this.containers.delete(c.id);
     this.lastCpu.delete(c.id);
     this.layerUsage.forget(c.id);

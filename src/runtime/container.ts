@@ -20,7 +20,7 @@ import {
 } from './labels.js';
 import type { ContainerKillReason } from './pod-actions.js';
 import { linuxContainerResources } from './resources.js';
-import { podHostname } from './sandbox.js';
+import { podHostname, podSupplementalGroups } from './sandbox.js';
 import { readTerminationMessage } from './termination-message.js';
 import { makeMounts } from '../volumes/container-mounts.js';
 import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
@@ -161,7 +161,8 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
         no_new_privs: sc?.allowPrivilegeEscalation === false,
         capabilities: sc?.capabilities ? { add_capabilities: sc.capabilities.add ?? [], drop_capabilities: sc.capabilities.drop ?? [] } : null,
         namespace_options: input.sandboxConfig.linux?.security_context?.namespace_options ?? null,
-        supplemental_groups: (podSc?.supplementalGroups ?? []).map(String),
+        // fsGroup too: files of volumes owned by that group are readable by the container's user.
+        supplemental_groups: podSupplementalGroups(pod),
         // procMount Default hides and protects parts of /proc and /sys; Unmasked leaves them.
         masked_paths: sc?.procMount === 'Unmasked' ? [] : DEFAULT_MASKED_PATHS,
         readonly_paths: sc?.procMount === 'Unmasked' ? [] : DEFAULT_READONLY_PATHS,

@@ -3,6 +3,12 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/types.js';
+
+/** A pod's supplemental groups as the kubelet passes them: fsGroup first, then supplementalGroups. */
+export function podSupplementalGroups(pod: V1Pod): string[] {
+  const sc = pod.spec?.securityContext;
+  return [...(sc?.fsGroup != null ? [sc.fsGroup] : []), ...(sc?.supplementalGroups ?? [])].map(String);
+}
 import { EventReasons, podRef } from '../kube/object-ref.js';
 import type { RuntimeManagerDeps } from './deps.js';
 import { podDns } from './dns.js';
@@ -47,7 +53,8 @@ export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogR
         },
         privileged,
         run_as_user: spec.securityContext?.runAsUser != null ? { value: String(spec.securityContext.runAsUser) } : null,
-        supplemental_groups: (spec.securityContext?.supplementalGroups ?? []).map(String),
+        run_as_group: spec.securityContext?.runAsGroup != null ? { value: String(spec.securityContext.runAsGroup) } : null,
+        supplemental_groups: podSupplementalGroups(pod),
       },
       sysctls: Object.fromEntries((spec.securityContext?.sysctls ?? []).map((s) => [s.name, s.value])),
     },

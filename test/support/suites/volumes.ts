@@ -141,6 +141,35 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
   });
 
+  test('a non-root container reads a secret of mode 0440 through fsGroup, which is one of its groups', async () => {
+    const sname = `s-${randomBytes(3).toString('hex')}`;
+    await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: sname }, stringData: { key: 'for-the-group' } } });
+    try {
+      const created = await createPod(node, 'fsgroup', {
+        restartPolicy: 'Never',
+        securityContext: { runAsUser: 1000, fsGroup: 1001 },
+        volumes: [{ name: 's', secret: { secretName: sname, defaultMode: 0o440 } }],
+        containers: [container('c', 'id -G; stat -L -c "%a %g" /s/key; cat /s/key', { volumeMounts: [{ name: 's', mountPath: '/s' }] })],
+      });
+      const pod = await waitPod(created, 'Succeeded', 60_000, done);
+      assert.equal(pod.status!.phase, 'Succeeded', await output(pod));
+      const [groups, mode, content] = (await output(pod)).split('\n');
+      assert.equal(content, 'for-the-group', 'readable through the group');
+      // The process runtime's non-root containers run in a user namespace that maps only their own
+      // uid and gid: the process holds group 1001 on the host (what the kernel checks), and sees it,
+      // and the file's group, as the overflow group inside (README: the process runtime's limits).
+      if (rt.name === 'containerd') {
+        assert.equal(mode, '440 1001');
+        assert.ok(groups!.split(' ').includes('1001'), `groups: ${groups}`);
+      } else {
+        assert.equal(mode, '440 65534');
+        assert.match(groups!, /^1000( 65534)+$/, `groups: ${groups}`);
+      }
+    } finally {
+      await core.deleteNamespacedSecret({ name: sname, namespace: NS }).catch(() => undefined);
+    }
+  });
+
   test('a hostPath of the wrong type and a subPath leading out of its volume are refused, and nothing outside is touched', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodelet-hostpath-'));
     writeFileSync(join(dir, 'file'), 'host');

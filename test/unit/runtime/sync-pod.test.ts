@@ -19,6 +19,18 @@ function pod(extra: Partial<V1Pod['spec']> = {}): V1Pod {
 
 const status = (deps: ReturnType<typeof fakeDeps>['deps'], p: V1Pod) => getPodStatus(deps, p.metadata!.uid!, p.metadata!.name!, p.metadata!.namespace!);
 
+test('fsGroup is the first supplemental group of the sandbox and of each container, then supplementalGroups, as the kubelet passes them', async () => {
+  const { deps, runtime } = fakeDeps();
+  const p = pod({ securityContext: { fsGroup: 1001, supplementalGroups: [3000], runAsUser: 1000, runAsGroup: 2000 } });
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.equal(result.error(), undefined);
+  const c = [...runtime.containers.values()][0]!;
+  assert.deepEqual(c.config.linux!.security_context!.supplemental_groups, ['1001', '3000']);
+  const sb = [...runtime.sandboxes.values()][0]!;
+  assert.deepEqual(sb.config.linux!.security_context!.supplemental_groups, ['1001', '3000']);
+  assert.equal(sb.config.linux!.security_context!.run_as_group?.value, '2000');
+});
+
 test('a new pod: sandbox, then image check, create and start, with Pulled/Created/Started events', async () => {
   const { deps, runtime, recorder } = fakeDeps();
   const p = pod();

@@ -30,6 +30,7 @@ import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { runningPodFromStatus } from '../runtime/types.js';
 import { ContainerLogManager } from '../logs/rotation.js';
+import { ServiceCache } from '../kube/service-cache.js';
 import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { podRef } from '../kube/object-ref.js';
@@ -68,6 +69,8 @@ export class Agent implements PodSyncer {
   private mirrors?: MirrorPodManager;
   private nodeApi?: NodeApi;
   private logRotation?: ContainerLogManager;
+  /** Services of the namespaces this node has pods in, for service-link variables. */
+  private services?: ServiceCache;
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
@@ -129,6 +132,7 @@ export class Agent implements PodSyncer {
       this.staticPods = new StaticPodSource(opts.staticPodPath, opts.nodeName, { onAdd: onPod('create'), onDelete: onPod('delete') }, this.logger);
     }
     if (!kube) return;
+    this.services = new ServiceCache({ api: kube, stream: restWatch(kube.rest), clock: this.clock, logger: this.logger });
     if (this.staticPods) this.mirrors = new MirrorPodManager(kube, opts.nodeName, () => this.nodeController?.nodeObject?.metadata?.uid, this.logger);
     this.reflector = new PodReflector({
       api: kube,
@@ -213,6 +217,7 @@ export class Agent implements PodSyncer {
       },
       probes: { liveness: noProbeResults, startup: noProbeResults },
       configSource: this.volumes.objects,
+      services: this.services,
       podLogRoot: this.config.podLogRoot,
       cpuCFSQuota: this.config.cpuCFSQuota,
       allowPrivileged: this.config.allowPrivileged,
@@ -288,6 +293,7 @@ export class Agent implements PodSyncer {
     this.nodeApi?.certificates?.stop();
     await this.nodeApi?.server.close();
     this.volumes.stop();
+    this.services?.stop();
     this.cri?.close();
     // The process runtime's containers keep running too: a restarted agent (and runtime) adopts them.
     await this.processRuntime?.server.close();
@@ -453,6 +459,7 @@ export class Agent implements PodSyncer {
     if (!this.sourcesReady || this.housekeepingRunning) return;
     this.housekeepingRunning = true;
     try {
+      this.services?.retain(this.pods().map((p) => p.metadata?.namespace ?? ''));
       const running = await getPods(this.deps, false);
       this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
       for (const p of running) {

@@ -1,5 +1,5 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
-import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { UserInfo } from '../server/auth.js';
 import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
 
@@ -185,5 +185,9 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
 
   getCsr(name: string): Promise<{ status?: { certificate?: string; conditions?: Array<{ type: string; message?: string }> } } | undefined> {
     return this.getOrUndefined(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${enc(name)}`);
+  }
+
+  listServices(namespace: string): Promise<{ items: V1Service[]; metadata?: { resourceVersion?: string } }> {
+    return this.rest.request('GET', `/api/v1/namespaces/${enc(namespace)}/services`);
   }
 }

@@ -21,6 +21,7 @@ import {
 import type { ContainerKillReason } from './pod-actions.js';
 import { linuxContainerResources } from './resources.js';
 import { podHostname, podSupplementalGroups } from './sandbox.js';
+import { servicesForPod, serviceEnvVars } from './service-env.js';
 import { readTerminationMessage } from './termination-message.js';
 import { makeMounts } from '../volumes/container-mounts.js';
 import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
@@ -96,6 +97,15 @@ export interface StartContainerInput {
   podIPs: string[];
 }
 
+/** The service-link variables of a pod; the kubelet's error when the Services are not read yet. */
+async function podServiceEnv(deps: RuntimeManagerDeps, pod: V1Pod): Promise<Map<string, string> | undefined> {
+  if (!deps.services) return undefined;
+  const ns = pod.metadata?.namespace ?? '';
+  const [own, inDefault] = await Promise.all([pod.spec?.enableServiceLinks === false ? [] : deps.services.services(ns), deps.services.services('default')]);
+  if (own === undefined || inDefault === undefined) throw new SyncError(Reasons.CreateContainerConfig, 'services have not yet been read at least once, cannot construct envvars');
+  return serviceEnvVars(servicesForPod(pod, own, inDefault));
+}
+
 async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartContainerInput, imageRef: string, restartCount: number): Promise<ContainerConfig> {
   const { container, pod } = input;
   if (container.volumeDevices?.length) {
@@ -112,6 +122,7 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
     nodeName: deps.nodeName,
     memoryCapacity: deps.memoryCapacity,
     configSource: deps.configSource,
+    serviceEnv: await podServiceEnv(deps, pod),
   });
   const { command, args } = expandCommandAndArgs(container, env);
   let mounts: Mount[] = [];

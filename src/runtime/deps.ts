@@ -1,5 +1,5 @@
 // What the runtime manager is built from. Everything is injected, so tests can pass small fakes.
-import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type { ImageManager } from '../images/image-manager.js';
 import type { EventRecorder } from '../kube/object-ref.js';
@@ -42,6 +42,8 @@ export interface RuntimeManagerDeps {
   podState: PodStateProvider;
   probes: ProbeInputs;
   configSource?: ConfigSource;
+  /** The Services of a namespace, for service-link variables (undefined: not read yet). None standalone. */
+  services?: { services(namespace: string): Promise<V1Service[] | undefined> };
   /** Root of container logs: <podLogRoot>/<ns>_<name>_<uid>/<container>/<restartCount>.log. */
   podLogRoot: string;
   cpuCFSQuota: boolean;

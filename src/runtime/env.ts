@@ -44,6 +44,8 @@ export interface EnvContext {
   nodeName: string;
   memoryCapacity: number;
   configSource?: ConfigSource;
+  /** Variables of the pod's Services (src/runtime/service-env.ts): under the container's own, and for $(VAR). */
+  serviceEnv?: Map<string, string>;
 }
 
 const configError = (msg: string) => new SyncError(Reasons.CreateContainerConfig, msg);
@@ -136,11 +138,15 @@ export async function makeEnvironment(ctx: EnvContext): Promise<Array<{ key: str
       for (const [k, v] of Object.entries(s.data ?? {})) if (validEnvName(prefix + k)) vars.set(prefix + k, Buffer.from(v, 'base64').toString('utf8'));
     }
   }
+  const services = ctx.serviceEnv ?? new Map<string, string>();
   for (const e of ctx.container.env ?? []) {
-    const v = await envValue(e, ctx, ns, vars);
+    // $(VAR) sees the variables so far, and the Services' under them.
+    const v = await envValue(e, ctx, ns, services.size ? new Map([...services, ...vars]) : vars);
     if (v !== undefined) vars.set(e.name, v);
   }
-  return [...vars].map(([key, value]) => ({ key, value }));
+  const out = [...vars].map(([key, value]) => ({ key, value }));
+  for (const [key, value] of services) if (!vars.has(key)) out.push({ key, value });
+  return out;
 }
 
 async function envValue(e: V1EnvVar, ctx: EnvContext, ns: string, vars: Map<string, string>): Promise<string | undefined> {

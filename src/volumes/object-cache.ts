@@ -3,7 +3,8 @@
 // GET per pod per sync, and an edit reaches the cache as soon as the API server sends it. Only
 // objects named by a pod bound here are ever read.
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { apiErrorMessage, httpCode } from '../kube/client.js';
+import { httpCode } from '../kube/client.js';
+import { listAndWatch } from '../kube/list-watch.js';
 import type { WatchStream } from '../kube/reflector.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock, Timer } from '../util/clock.js';
@@ -108,47 +109,27 @@ export class ObjectCache {
     this.entries.delete(k);
   }
 
-  /** List then watch one object by name, again from the top after any failure (with a capped back-off). */
+  /** List then watch one object by name (src/kube/list-watch.ts). */
   private watch(e: Entry, ns: string, name: string): void {
     const { resource, api, stream, clock, logger } = this.opts;
-    const selector = `metadata.name=${name}`;
-    let failures = 0;
-    const loop = async (): Promise<void> => {
-      while (!e.stopped) {
-        try {
-          const list = await api.list(resource, ns, selector);
-          if (e.stopped) return;
-          e.object = list.items[0];
-          e.synced = true;
-          e.markReady();
-          let rv = list.metadata?.resourceVersion ?? '';
-          // Resumes from the last version until the server sends an error (410 Gone): then relist.
-          for (let failed = false; !failed; ) {
-            const w = stream.watch(`/api/v1/namespaces/${encodeURIComponent(ns)}/${resource}`, { fieldSelector: selector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 300 }, (type, obj) => {
-              const o = obj as Obj;
-              if (type === 'ERROR') {
-                failed = true;
-                w.abort();
-                return;
-              }
-              rv = o.metadata?.resourceVersion ?? rv;
-              if (type === 'ADDED' || type === 'MODIFIED') e.object = o;
-              else if (type === 'DELETED') e.object = undefined;
-            });
-            e.stop = w.abort;
-            await w.done;
-            if (e.stopped) return;
-            failures = 0;
-          }
-        } catch (err) {
-          if (e.stopped) return;
-          if (httpCode(err) !== 410) logger.debug(`${resource} watch failed`, { object: `${ns}/${name}`, error: apiErrorMessage(err) });
-          failures++;
-          await clock.sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)));
-        }
-      }
-    };
-    void loop();
+    const fieldSelector = `metadata.name=${name}`;
+    e.stop = listAndWatch<Obj>({
+      list: () => api.list(resource, ns, fieldSelector),
+      stream,
+      path: `/api/v1/namespaces/${encodeURIComponent(ns)}/${resource}`,
+      query: { fieldSelector },
+      onList: (items) => {
+        e.object = items[0];
+        e.synced = true;
+        e.markReady();
+      },
+      onEvent: (type, o) => {
+        e.object = type === 'DELETED' ? undefined : o;
+      },
+      clock,
+      logger,
+      what: `${resource} ${ns}/${name}`,
+    });
   }
 }
 

@@ -3,7 +3,7 @@
 // with a clear error.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,11 @@ test('with the deploy ServiceAccount\'s token: node, pod status, events and dele
   const pod = await waitPod(created, 'Running', 30_000, running);
   const events = await podEvents(pod);
   assert.ok(events.some((e) => e.reason === 'Started' && e.source?.host === node), 'events recorded');
+  // The node API asks the API server about its callers (SubjectAccessReview) with this token too.
+  const logs = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, 'logs', pod.metadata!.name!], { encoding: 'utf8' });
+  assert.equal(logs.status, 0, logs.stderr);
+  const exec = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, 'exec', pod.metadata!.name!, '--', 'sh', '-c', 'echo $KUBERNETES_SERVICE_HOST'], { encoding: 'utf8' });
+  assert.match(exec.stdout, /^\d+\.\d+\.\d+\.\d+\n$/, `exec, and the kubernetes Service in the environment: ${exec.stderr}`);
   await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: 'default', gracePeriodSeconds: 1 });
   await podGone(pod, 30_000);
   await new Promise((r) => setTimeout(r, 11_000)); // one lease renewal and status period more

@@ -141,6 +141,24 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
   });
 
+  test('the environment has the kubernetes Service (what in-cluster clients use) and the namespace\'s Services, as on the kubelet', async () => {
+    const name = `svc-${randomBytes(3).toString('hex')}`;
+    const created = await core.createNamespacedService({ namespace: NS, body: { metadata: { name }, spec: { ports: [{ name: 'web', port: 8765, protocol: 'TCP' }] } } });
+    const ip = created.spec!.clusterIP!;
+    const v = name.toUpperCase().replace(/-/g, '_');
+    try {
+      const kube = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+      const p = await createPod(node, 'svcenv', { restartPolicy: 'Never', containers: [container('c', `echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT; echo $${v}_SERVICE_HOST $${v}_SERVICE_PORT_WEB $${v}_PORT`)] });
+      const pod = await waitPod(p, 'Succeeded', 60_000, done);
+      assert.equal(pod.status!.phase, 'Succeeded', await output(pod));
+      const [api, own] = (await output(pod)).split('\n');
+      assert.equal(api, `${kube.spec!.clusterIP}:${kube.spec!.ports![0]!.port}`);
+      assert.equal(own, `${ip} 8765 tcp://${ip}:8765`);
+    } finally {
+      await core.deleteNamespacedService({ name, namespace: NS }).catch(() => undefined);
+    }
+  });
+
   test('a non-root container reads a secret of mode 0440 through fsGroup, which is one of its groups', async () => {
     const sname = `s-${randomBytes(3).toString('hex')}`;
     await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: sname }, stringData: { key: 'for-the-group' } } });

@@ -8,6 +8,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { isNotFound, isUnavailable } from '../cri/errors.js';
 import type { RuntimeService, StreamingService } from '../cri/services.js';
 import { readContainerLog, LogReadError } from '../logs/reader.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -246,7 +247,7 @@ export class NodeServer {
         return (await runtime.containerStatus(id)).status?.state === 'CONTAINER_RUNNING';
       } catch (err) {
         // A runtime that is down for a moment does not end a follower (the kubelet's rule).
-        return /UNAVAILABLE|14 /.test(String((err as Error).message));
+        return isUnavailable(err);
       }
     };
     let started = false;
@@ -300,7 +301,8 @@ export class NodeServer {
     const pod = this.pod(r.namespace, r.pod);
     if (!pod) throw new HttpError(404, 'pod does not exist');
     const runtime = this.host.runtime();
-    const criError = (err: unknown) => new HttpError(/NOT_FOUND|^5 /.test(String((err as Error).message)) ? 404 : 500, (err as Error).message);
+    // As the kubelet's streaming errors: NotFound is 404, anything else 500.
+    const criError = (err: unknown) => new HttpError(isNotFound(err) ? 404 : 500, (err as Error).message);
     if (kind === 'portForward' || r.container === undefined) {
       const ports = parsePorts(q);
       const want = r.uid || pod.metadata?.uid;

@@ -20,20 +20,17 @@ export const RULES: CauseRule[] = [
   // --- what nodelet does not do yet, by what was seen ---
   { cause: 'volumes (issue 11)', seen: /volume mounts are not supported by nodelet/ },
   {
-    cause: 'no node API: kubectl logs/exec (issue 12)',
-    seen: /an error on the server \("unknown"\) has prevented the request|server gave HTTP response to HTTPS client|error dialing backend|failed to get output for container|failed to get logs|Failed to open websocket/i,
+    cause: 'the node API did not answer (kubectl logs/exec)',
+    seen: /an error on the server \("unknown"\) has prevented the request|server gave HTTP response to HTTPS client|error dialing backend|Failed to open websocket/i,
   },
   { cause: 'a completed init container is reported not ready (the kubelet reports it ready)', seen: /init container \S+ should be in Ready status/ },
   { cause: 'readiness gates: Ready ignores spec.readinessGates', seen: /Ready condition to be false initially/ },
 
   // --- and by what the spec tests, where its failure says no more than a timeout ---
-  { cause: 'no node API: kubectl logs/exec (issue 12)', spec: /print the output to logs|retrieving logs|use the image defaults if command and args are blank|should not write to root filesystem/ },
   { cause: 'probes (issue 13)', spec: /\bProbing (restartable init )?container\b/ },
   { cause: 'lifecycle hooks (issue 13)', spec: /Lifecycle Hook|Lifecycle Sleep Hook|Lifecycle sleep action/ },
   { cause: 'sidecar containers (issue 13)', spec: /restartable init container|Restartable Init Container/i },
   { cause: 'activeDeadlineSeconds (issue 13)', spec: /activeDeadlineSeconds/ },
-  { cause: '/etc/hosts and hostAliases (issue 11)', spec: /etc.hosts|hostAliases/ },
-  { cause: 'termination messages (issue 11)', spec: /termination message/i },
   { cause: 'ephemeral containers (not implemented)', spec: /Ephemeral Containers/ },
   { cause: 'runAsNonRoot not enforced (the kubelet refuses a root user: CreateContainerConfigError)', spec: /runAsNonRoot should not run/ },
   { cause: 'container-level restartPolicy and restartPolicyRules (beta, not implemented)', spec: /Container Restart Rules/ },

@@ -239,6 +239,17 @@ export class Agent implements PodSyncer {
         listContainerStats: () => this.cri.listContainerStats(),
         listContainers: () => this.cri.listContainers(),
         imageFsInfo: () => this.cri.imageFsInfo(),
+        sandboxPid: async (uid) => {
+          // The process runtime's pods, and hostNetwork pods, are on the host's network.
+          const pod = this.pods().find((p) => p.metadata?.uid === uid);
+          if (this.deps.runtimeName === 'nodelet-process' || pod?.spec?.hostNetwork) return 'host';
+          // Else the ready sandbox's process (CRI's verbose status, as containerd reports it).
+          const [sb] = await this.cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid }, state: { state: 'SANDBOX_READY' } });
+          if (!sb) return undefined;
+          const info = (await this.cri.podSandboxStatus(sb.id, true)).info?.info;
+          const pid = info ? (JSON.parse(info) as { pid?: number }).pid : undefined;
+          return pid && pid > 0 ? pid : undefined;
+        },
         podStartTime: (uid) => {
           const t = this.statusManager.podStatus(uid)?.startTime;
           return t ? new Date(t).toISOString().replace(/\.\d+Z$/, 'Z') : undefined;

@@ -4,7 +4,7 @@
 // container logs and pod volumes measured on disk, the image filesystem from CRI ImageFsInfo. The
 // resource metrics are the same figures in the names metrics-server reads.
 import { readFileSync, statfsSync } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Container, ContainerStats, ImageFsInfoResponse } from '../cri/types.js';
 
@@ -36,6 +36,41 @@ export interface MemoryStats {
   majorPageFaults?: number;
 }
 
+export interface InterfaceStats {
+  name: string;
+  rxBytes: number;
+  rxErrors: number;
+  txBytes: number;
+  txErrors: number;
+}
+
+export interface NetworkStats extends Partial<InterfaceStats> {
+  time: string;
+  interfaces: InterfaceStats[];
+}
+
+/** /proc/<pid>/net/dev: each interface but loopback; the first (eth0 when there is one) is the default. */
+export function parseNetDev(text: string, time: string): NetworkStats {
+  const interfaces: InterfaceStats[] = [];
+  for (const line of text.split('\n').slice(2)) {
+    const m = /^\s*([^:]+):\s*(.*)$/.exec(line);
+    if (!m || m[1] === 'lo') continue;
+    const f = m[2]!.trim().split(/\s+/).map(Number);
+    interfaces.push({ name: m[1]!, rxBytes: f[0]!, rxErrors: f[2]!, txBytes: f[8]!, txErrors: f[10]! });
+  }
+  const main = interfaces.find((i) => i.name === 'eth0') ?? interfaces[0];
+  return { time, ...(main ?? {}), interfaces };
+}
+
+async function networkOf(pid: number | 'host' | undefined, time: string): Promise<NetworkStats | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    return parseNetDev(await readFile(pid === 'host' ? '/proc/net/dev' : `/proc/${pid}/net/dev`, 'utf8'), time);
+  } catch {
+    return undefined;
+  }
+}
+
 export interface ContainerSummary {
   name: string;
   startTime: string;
@@ -51,6 +86,7 @@ export interface PodSummary {
   containers: ContainerSummary[];
   cpu?: CpuStats;
   memory?: MemoryStats;
+  network?: NetworkStats;
   volume?: Array<FsStats & { name: string }>;
   'ephemeral-storage'?: FsStats;
 }
@@ -61,6 +97,7 @@ export interface Summary {
     startTime: string;
     cpu: CpuStats;
     memory: MemoryStats;
+    network?: NetworkStats;
     fs: FsStats;
     runtime?: { imageFs?: FsStats };
     rlimit: { time: string; maxpid?: number; curproc?: number };
@@ -76,6 +113,8 @@ export interface StatsSources {
   listContainerStats(): Promise<ContainerStats[]>;
   listContainers(): Promise<Container[]>;
   imageFsInfo(): Promise<ImageFsInfoResponse>;
+  /** A process in the pod's network namespace (its sandbox's); 'host' when the pod has the host's; undefined when unknown. */
+  sandboxPid(uid: string): Promise<number | 'host' | undefined>;
   /** Pods this agent runs, for their start time (the API's status.startTime). */
   podStartTime(uid: string): string | undefined;
   now(): number;
@@ -215,6 +254,7 @@ export async function buildSummary(src: StatsSources, cpu: NodeCpu): Promise<Sum
     pod.cpu = sum(pod.containers.map((c) => c.cpu), ['usageNanoCores', 'usageCoreNanoSeconds'], time);
     pod.memory = sum(pod.containers.map((c) => c.memory), ['usageBytes', 'workingSetBytes', 'rssBytes', 'pageFaults', 'majorPageFaults'], time);
     pod.volume = await podVolumes(src.rootDir, pod.podRef.uid, time);
+    pod.network = await networkOf(await src.sandboxPid(pod.podRef.uid).catch(() => undefined), time);
     const used = pod.containers.reduce((a, c) => a + (c.rootfs?.usedBytes ?? 0) + (c.logs?.usedBytes ?? 0), 0) + pod.volume.reduce((a, v) => a + (v.usedBytes ?? 0), 0);
     pod['ephemeral-storage'] = { ...fsOf(src.rootDir, time), usedBytes: used };
   }
@@ -231,6 +271,7 @@ export async function buildSummary(src: StatsSources, cpu: NodeCpu): Promise<Sum
       startTime: bootTime(),
       cpu: cpu.read(now),
       memory: nodeMemory(time),
+      network: await networkOf('host', time),
       fs: fsOf(src.podLogRoot, time),
       runtime: fsInfo ? { imageFs: { ...fsOf(fsInfo.fs_id?.mountpoint || src.rootDir, time), usedBytes: num(fsInfo.used_bytes), inodesUsed: num(fsInfo.inodes_used) } } : undefined,
       rlimit: { time, maxpid: Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) || undefined, curproc },

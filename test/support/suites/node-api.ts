@@ -324,6 +324,10 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     const p = summary.pods.find((x: { podRef: { uid: string } }) => x.podRef.uid === pod.metadata!.uid);
     assert.deepEqual(p.podRef, { name: pod.metadata!.name, namespace: NS, uid: pod.metadata!.uid });
     assert.ok(p.containers[0].logs.usedBytes > 0, 'the container log is measured');
+    // The pod's own network namespace on containerd; the host's, shared, on the process runtime.
+    assert.ok(p.network?.interfaces?.length > 0 && typeof p.network.rxBytes === 'number', JSON.stringify(p.network));
+    if (rt.podNetwork) assert.equal(p.network.name, 'eth0');
+    assert.ok(summary.node.network?.interfaces?.length > 0, JSON.stringify(summary.node.network));
     const metrics = (await nodeGet(agent.port, '/metrics/resource')).body;
     assert.match(metrics, new RegExp(`container_cpu_usage_seconds_total\\{container="c",namespace="${NS}",pod="${pod.metadata!.name}"\\} [0-9.e-]+ \\d+`));
     assert.match(metrics, /^node_memory_working_set_bytes \d+ \d+$/m);

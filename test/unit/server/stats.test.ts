@@ -28,6 +28,7 @@ test('containers grouped by pod with pod totals; the newest instance of a name; 
       listContainers: async () => [{ id: 'a', created_at: String(Date.UTC(2026, 11, 1, 10) * 1e6) }, { id: 'b', created_at: String(Date.UTC(2026, 11, 1, 10) * 1e6) }, { id: 'old', created_at: String(Date.UTC(2026, 11, 1, 9) * 1e6) }] as never,
       imageFsInfo: async () => ({ image_filesystems: [] }) as never,
       podStartTime: () => '2026-12-01T09:00:00Z',
+      sandboxPid: async () => undefined,
       now: () => Date.UTC(2026, 11, 1, 12),
     },
     new NodeCpu(),
@@ -53,4 +54,11 @@ test('node CPU: core-seconds from /proc/stat (idle and iowait left out), a rate 
   assert.equal(a.usageNanoCores, undefined);
   const b = cpu.read(1000, 'cpu  150 0 150 1000 50 0 0 0 0 0\n');
   assert.equal(b.usageNanoCores, 1e9, 'one core busy over that second');
+});
+
+test('network figures from /proc/<pid>/net/dev: loopback left out, eth0 the default', async () => {
+  const { parseNetDev } = await import('../../../src/server/stats.js');
+  const text = 'Inter-|   Receive                                                |  Transmit\n face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    lo: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 2000 20 3 0 0 0 0 0 4000 40 5 0 0 0 0 0\n';
+  const n = parseNetDev(text, 't');
+  assert.deepEqual(n, { time: 't', name: 'eth0', rxBytes: 2000, rxErrors: 3, txBytes: 4000, txErrors: 5, interfaces: [{ name: 'eth0', rxBytes: 2000, rxErrors: 3, txBytes: 4000, txErrors: 5 }] });
 });

@@ -39,53 +39,16 @@ import { detectCgroups, type Cgroups } from './cgroups.js';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore, type StoredImage } from './image-store.js';
 import { detectIsolation, execArgv, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
-import { forward, type StreamState } from './log-forwarder.js';
-import { DiskUsageCache, nanoCores, readProc, type UsageSample } from './stats.js';
-import { resolveUser, type ResolvedUser } from './users.js';
+import { forward } from './log-forwarder.js';
+import type { ContainerRecord, SandboxRecord } from './records.js';
+import { ProcessStatsService } from './stats-service.js';
+import { resolveUser } from './users.js';
 import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, resolvConf, stageMounts, touchLog } from './container-files.js';
 import { catchesSigterm, execedFromParent, procStart } from './procfs.js';
 
 
 const run = promisify(execFile);
 const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
-
-type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
-type CState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
-
-interface SandboxRecord {
-  id: string;
-  config: PodSandboxConfig;
-  state: SandboxState;
-  createdAt: string;
-  ip: string;
-}
-
-interface ContainerRecord {
-  id: string;
-  sandboxId: string;
-  config: ContainerConfig;
-  imageId: string;
-  imageRef: string;
-  state: CState;
-  createdAt: string;
-  startedAt: string;
-  finishedAt: string;
-  exitCode: number;
-  reason: string;
-  message: string;
-  /** Host PID of the container's init, and its start time (field 22 of /proc/PID/stat). */
-  pid?: number;
-  pidStart?: string;
-  logPath: string;
-  stdout: StreamState;
-  stderr: StreamState;
-  rootfsMounted?: boolean;
-  isolation?: Isolation;
-  /** Who the process runs as (resolved at create, from the security context and the image). */
-  user?: ResolvedUser;
-  /** How it was started: what an exec into it repeats (root, mounts, env, user, capabilities). */
-  launch?: LaunchSpec;
-}
 
 export interface ProcessRuntimeOptions {
   /** State directory (sandboxes, containers, images). */
@@ -118,9 +81,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   private readonly offsetsSavedAt = new Map<string, number>();
   /** When each running container's process was first seen gone (its exit code may follow). */
   private readonly goneAt = new Map<string, number>();
-  /** The last CPU reading of each container, for usage_nano_cores (a rate needs two readings). */
-  private readonly lastCpu = new Map<string, { cpuNs: bigint; atNs: bigint }>();
-  private readonly layerUsage = new DiskUsageCache(10_000);
+  private readonly statsService: ProcessStatsService;
   /** The runtime's write end of each stdin: true container's FIFO (not kept across a restart of the runtime). */
   private readonly stdinWriters = new Map<string, number>();
   private readonly hostIP: string;
@@ -130,6 +91,12 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.images = new ImageStore(join(opts.root, 'images'), opts.imagesDir);
     this.hostIP = opts.hostIP ?? hostIPv4();
     this.log = opts.log ?? (() => undefined);
+    this.statsService = new ProcessStatsService({
+      containersOf: (sandboxId) => [...this.containers.values()].filter((c) => c.sandboxId === sandboxId),
+      cgroups: () => this.cgroups,
+      containerDir: (id) => this.cdir(id),
+      root: opts.root,
+    });
   }
 
   /**
@@ -639,8 +606,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       if (m.hostPath.startsWith(join(this.cdir(c.id), 'mounts'))) await run('umount', ['-l', m.hostPath]).catch(() => undefined);
     }
     this.containers.delete(c.id);
-    this.lastCpu.delete(c.id);
-    this.layerUsage.forget(c.id);
+    this.statsService.forget(c.id);
     this.offsetsSavedAt.delete(c.id);
     this.goneAt.delete(c.id);
     this.cgroups.remove(c.id);
@@ -802,87 +768,26 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     });
   }
 
-  // Stats
-
-  private usage(c: ContainerRecord): UsageSample | undefined {
-    if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return undefined;
-    return this.cgroups.usage(c.id) ?? readProc(c.pid);
-  }
-
-  private async statsOf(c: ContainerRecord): Promise<ContainerStats> {
-    const ts = nowNs();
-    const u = this.usage(c);
-    const v = (n: number | bigint | undefined) => (n === undefined ? null : { value: String(n) });
-    let nano: bigint | undefined;
-    if (u?.cpuNs !== undefined) {
-      const cur = { cpuNs: u.cpuNs, atNs: BigInt(ts) };
-      nano = nanoCores(this.lastCpu.get(c.id), cur);
-      this.lastCpu.set(c.id, cur);
-    }
-    const layer = await this.layerUsage.get(c.id, join(this.cdir(c.id), c.rootfsMounted ? 'upper' : 'rootfs'));
-    return {
-      attributes: { id: c.id, metadata: c.config.metadata, labels: c.config.labels ?? {}, annotations: c.config.annotations ?? {} },
-      // A container that is not running uses nothing: the readings are there, with zero values.
-      cpu: { timestamp: ts, usage_core_nano_seconds: v(u?.cpuNs ?? 0), usage_nano_cores: v(nano ?? 0) },
-      memory: {
-        timestamp: ts,
-        working_set_bytes: v(u?.workingSetBytes ?? 0),
-        available_bytes: v(u?.availableBytes),
-        usage_bytes: v(u?.memoryUsageBytes ?? 0),
-        rss_bytes: v(u?.rssBytes ?? 0),
-        page_faults: v(u?.pageFaults ?? 0),
-        major_page_faults: v(u?.majorPageFaults ?? 0),
-      },
-      writable_layer: { timestamp: ts, fs_id: { mountpoint: this.opts.root }, used_bytes: v(layer.bytes), inodes_used: v(layer.inodes) },
-    };
-  }
+  // Stats (src/procruntime/stats-service.ts)
 
   async containerStats(id: string): Promise<ContainerStats> {
-    return this.statsOf(this.container(id));
+    return this.statsService.containerStats(this.container(id));
   }
 
   async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
     const chosen = [...this.containers.values()].filter(
       (c) => (!filter?.id || c.id.startsWith(filter.id)) && (!filter?.pod_sandbox_id || c.sandboxId.startsWith(filter.pod_sandbox_id)) && matchLabels(c.config.labels, filter?.label_selector),
     );
-    return Promise.all(chosen.map((c) => this.statsOf(c)));
-  }
-
-  /** A sandbox's usage is the sum of its containers' (it has no process of its own). */
-  private async sandboxStatsOf(s: SandboxRecord): Promise<PodSandboxStats> {
-    const ts = nowNs();
-    const containers = await Promise.all([...this.containers.values()].filter((c) => c.sandboxId === s.id).map((c) => this.statsOf(c)));
-    const sum = (get: (x: ContainerStats) => { value?: unknown } | null | undefined) =>
-      ({ value: String(containers.reduce((acc, x) => acc + BigInt(String(get(x)?.value ?? 0)), 0n)) });
-    const running = [...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING');
-    const processes = running.reduce((n, c) => n + (this.cgroups.processCount(c.id) ?? 1), 0);
-    return {
-      attributes: { id: s.id, metadata: s.config.metadata, labels: s.config.labels ?? {}, annotations: s.config.annotations ?? {} },
-      linux: {
-        cpu: { timestamp: ts, usage_core_nano_seconds: sum((x) => x.cpu?.usage_core_nano_seconds), usage_nano_cores: sum((x) => x.cpu?.usage_nano_cores) },
-        memory: {
-          timestamp: ts,
-          working_set_bytes: sum((x) => x.memory?.working_set_bytes),
-          usage_bytes: sum((x) => x.memory?.usage_bytes),
-          rss_bytes: sum((x) => x.memory?.rss_bytes),
-          page_faults: sum((x) => x.memory?.page_faults),
-          major_page_faults: sum((x) => x.memory?.major_page_faults),
-        },
-        // Pods share the host's network: there is no interface of the pod's own to count.
-        network: null,
-        process: { timestamp: ts, process_count: { value: String(processes) } },
-        containers,
-      },
-    };
+    return Promise.all(chosen.map((c) => this.statsService.containerStats(c)));
   }
 
   async podSandboxStats(id: string): Promise<PodSandboxStats> {
-    return this.sandboxStatsOf(this.sandbox(id));
+    return this.statsService.sandboxStats(this.sandbox(id));
   }
 
   async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
     const chosen = [...this.sandboxes.values()].filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && matchLabels(s.config.labels, filter?.label_selector));
-    return Promise.all(chosen.map((s) => this.sandboxStatsOf(s)));
+    return Promise.all(chosen.map((s) => this.statsService.sandboxStats(s)));
   }
 
   // ImageService

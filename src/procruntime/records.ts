@@ -1,0 +1,45 @@
+// What the process runtime keeps of each sandbox and container, in memory and as JSON on disk
+// (<root>/sandboxes/<id>/sandbox.json, <root>/containers/<id>/container.json), so that a
+// restarted runtime finds its containers again.
+import type { ContainerConfig, PodSandboxConfig } from '../cri/types.js';
+import type { Isolation, LaunchSpec } from './isolation.js';
+import type { StreamState } from './log-forwarder.js';
+import type { ResolvedUser } from './users.js';
+
+export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+export type CState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+export interface SandboxRecord {
+  id: string;
+  config: PodSandboxConfig;
+  state: SandboxState;
+  createdAt: string;
+  ip: string;
+}
+
+export interface ContainerRecord {
+  id: string;
+  sandboxId: string;
+  config: ContainerConfig;
+  imageId: string;
+  imageRef: string;
+  state: CState;
+  createdAt: string;
+  startedAt: string;
+  finishedAt: string;
+  exitCode: number;
+  reason: string;
+  message: string;
+  /** Host PID of the container's init, and its start time (field 22 of /proc/PID/stat). */
+  pid?: number;
+  pidStart?: string;
+  logPath: string;
+  stdout: StreamState;
+  stderr: StreamState;
+  rootfsMounted?: boolean;
+  isolation?: Isolation;
+  /** Who the process runs as (resolved at create, from the security context and the image). */
+  user?: ResolvedUser;
+  /** How it was started: what an exec into it repeats (root, mounts, env, user, capabilities). */
+  launch?: LaunchSpec;
+}

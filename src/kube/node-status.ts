@@ -125,6 +125,8 @@ export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
       { type: 'Hostname', address: host.hostname },
     ],
     daemonEndpoints: { kubeletEndpoint: { Port: input.port } },
+    // The API server passes WebSocket streams through to a node that declares it takes them.
+    ...({ declaredFeatures: ['ExtendWebSocketsToKubelet'] } as object),
     nodeInfo: {
       machineID: host.machineID,
       systemUUID: host.systemUUID,

@@ -19,7 +19,9 @@ import type { Clock } from '../util/clock.js';
 import type { NodeAuth } from './auth.js';
 import { buildSummary, NodeCpu, resourceMetrics, type StatsSources } from './stats.js';
 import { checkStreamGate, HttpError, logContainerID, parseLogQuery, podHasContainer } from './container-logs.js';
-import { parsePorts, parseStreamOptions, proxyUpgrade, rawError } from './streaming.js';
+import { parsePorts, parseStreamOptions, proxyUpgrade, rawError, type StreamOptions } from './streaming.js';
+import { isWebSocketUpgrade } from '../cri/streaming/websocket.js';
+import { offeredProtocols, PORTFORWARD_TUNNEL, translateRemoteCommand, tunnelPortForward, V5 } from './websocket-translator.js';
 
 export interface NodeServerHost {
   pods(): V1Pod[];
@@ -169,9 +171,15 @@ export class NodeServer {
       const url = new URL(req.url ?? '/', 'https://node');
       const r = route(url.pathname);
       if (!r || (r.kind !== 'exec' && r.kind !== 'attach' && r.kind !== 'portForward')) return rawError(socket, 404, '404 page not found\n');
-      const target = await this.streamTarget(r.kind, r, url.searchParams);
+      const { url: target, opts } = await this.streamTarget(r.kind, r, url.searchParams);
       this.streams.add(socket);
-      proxyUpgrade(req, socket, head, target, () => this.streams.delete(socket));
+      const done = () => this.streams.delete(socket);
+      // WebSocket as the kubelet takes it: v5 commands translated to SPDY, port-forward's tunnel
+      // relayed; older WebSocket protocols and SPDY go to the runtime's server as they came.
+      const offered = isWebSocketUpgrade(req) ? offeredProtocols(req) : [];
+      if (r.kind !== 'portForward' && offered.includes(V5)) return void translateRemoteCommand(req, socket, head, target, opts!, done);
+      if (r.kind === 'portForward' && offered.includes(PORTFORWARD_TUNNEL)) return void tunnelPortForward(req, socket, head, target, done);
+      proxyUpgrade(req, socket, head, target, done);
     } catch (err) {
       const code = err instanceof HttpError ? err.code : 500;
       rawError(socket, code, (err as Error).message);
@@ -297,7 +305,7 @@ export class NodeServer {
     return c.id.id;
   }
 
-  private async streamTarget(kind: 'exec' | 'attach' | 'portForward', r: PodTarget & { container?: string }, q: URLSearchParams): Promise<string> {
+  private async streamTarget(kind: 'exec' | 'attach' | 'portForward', r: PodTarget & { container?: string }, q: URLSearchParams): Promise<{ url: string; opts?: StreamOptions }> {
     const pod = this.pod(r.namespace, r.pod);
     if (!pod) throw new HttpError(404, 'pod does not exist');
     const runtime = this.host.runtime();
@@ -309,17 +317,18 @@ export class NodeServer {
       const running = (await this.host.runningPods()).find((p) => p.uid === want);
       const sandbox = running?.sandboxes.find((s) => s.state === 'running');
       if (!sandbox) throw new HttpError(500, `pod not found ("${r.pod}_${r.namespace}")`);
-      return runtime.portForward(sandbox.id.id, ports).catch((e) => Promise.reject(criError(e)));
+      return { url: await runtime.portForward(sandbox.id.id, ports).catch((e) => Promise.reject(criError(e))) };
     }
     const opts = parseStreamOptions(q);
     if (kind === 'exec') {
       const id = await this.runningContainer(pod, r.uid, r.container, `container not found ("${r.container}")`);
-      return runtime.exec({ containerId: id, cmd: q.getAll('command'), ...opts }).catch((e) => Promise.reject(criError(e)));
+      return { url: await runtime.exec({ containerId: id, cmd: q.getAll('command'), ...opts }).catch((e) => Promise.reject(criError(e))), opts };
     }
     const id = await this.runningContainer(pod, r.uid, r.container, `container ${r.container} not found in pod ${r.pod}_${r.namespace}`);
     // Attach's tty must be the container's own: it cannot change after the process started.
     const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].find((c) => c.name === r.container);
-    return runtime.attach({ containerId: id, ...opts, tty: opts.tty && spec?.tty === true }).catch((e) => Promise.reject(criError(e)));
+    const attachOpts = { ...opts, tty: opts.tty && spec?.tty === true };
+    return { url: await runtime.attach({ containerId: id, ...attachOpts }).catch((e) => Promise.reject(criError(e))), opts: attachOpts };
   }
 }
 

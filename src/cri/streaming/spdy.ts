@@ -120,6 +120,9 @@ export class SpdyStream extends EventEmitter {
 export class SpdyConnection extends EventEmitter {
   private readonly codec = new HeaderCodec();
   private readonly streams = new Map<number, SpdyStream>();
+  /** As a client: the next stream ID (odd), and the replies awaited. */
+  private nextId = 1;
+  private readonly replies = new Map<number, () => void>();
   private buf: Buffer = Buffer.alloc(0);
   /** Frames are handled one after the other (header blocks decompress in order). */
   private inbound: Promise<void> = Promise.resolve();
@@ -133,12 +136,34 @@ export class SpdyConnection extends EventEmitter {
     super();
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.emit('drain'));
-    socket.on('close', () => this.shutdown());
+    // Frames already read are handled first (a header block may still be decompressing).
+    socket.on('close', () => void this.inbound.then(() => this.shutdown()));
     socket.on('error', () => this.shutdown());
   }
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** As a client: opens a stream with these headers; resolves once the server replies. */
+  createStream(headers: Record<string, string>): Promise<SpdyStream> {
+    const id = this.nextId;
+    this.nextId += 2;
+    const s = new SpdyStream(this, id, new Map(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), [v]])));
+    this.streams.set(id, s);
+    const replied = new Promise<SpdyStream>((resolve, reject) => {
+      this.replies.set(id, () => resolve(s));
+      s.once('reset', () => reject(new Error(`the server refused stream ${id} (${headers.streamtype ?? ''})`)));
+    });
+    const head = Buffer.alloc(10);
+    head.writeUInt32BE(id, 0);
+    this.queued++;
+    this.out = this.out
+      .then(() => this.codec.encode(s.headers))
+      .then((block) => this.sendControl(TYPE.SYN_STREAM, 0, Buffer.concat([head, block]), true))
+      .catch(() => void this.socket.destroy())
+      .finally(() => this.queued--);
+    return replied;
   }
 
   /** Accepts a stream the client opened (SYN_REPLY with no headers); what is sent on it after follows the reply. */
@@ -183,9 +208,9 @@ export class SpdyConnection extends EventEmitter {
     });
   }
 
-  private sendControl(type: number, flags: number, body: Buffer): void {
+  private sendControl(type: number, flags: number, body: Buffer, inOrder = false): void {
     if (this.closed) return;
-    if (this.queued > 0 && type !== TYPE.SYN_REPLY) {
+    if (this.queued > 0 && type !== TYPE.SYN_REPLY && !inOrder) {
       this.out = this.out.then(() => this.sendControlNow(type, flags, body));
       return;
     }
@@ -255,6 +280,15 @@ export class SpdyConnection extends EventEmitter {
         this.streams.set(id, s);
         this.emit('stream', s);
         if (flags & FLAG_FIN) this.remoteFin(s);
+        return;
+      }
+      case TYPE.SYN_REPLY: {
+        const id = body.readUInt32BE(0) & 0x7fffffff;
+        await this.codec.decode(body.subarray(4));
+        this.replies.get(id)?.();
+        this.replies.delete(id);
+        const st = this.streams.get(id);
+        if (st && flags & FLAG_FIN) this.remoteFin(st);
         return;
       }
       case TYPE.HEADERS:

@@ -29,6 +29,8 @@ export function websocketProtocol(req: IncomingMessage): string | undefined {
 export class WebSocketConn extends EventEmitter {
   private buf: Buffer = Buffer.alloc(0);
   private closed = false;
+  /** The frames of a message sent in pieces (FIN clear), until its last. */
+  private fragments: Buffer[] = [];
 
   constructor(private readonly socket: Duplex) {
     super();
@@ -80,6 +82,7 @@ export class WebSocketConn extends EventEmitter {
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     for (;;) {
       if (this.buf.length < 2) return;
+      const fin = (this.buf[0]! & 0x80) !== 0;
       const op = this.buf[0]! & 0x0f;
       const masked = (this.buf[1]! & 0x80) !== 0;
       let len = this.buf[1]! & 0x7f;
@@ -101,7 +104,14 @@ export class WebSocketConn extends EventEmitter {
       this.buf = this.buf.subarray(off + maskLen + len);
       if (op === OP.PING) this.send(OP.PONG, payload);
       else if (op === OP.CLOSE) this.close();
-      else if (op === OP.TEXT || op === OP.BINARY || op === 0) this.emit('message', payload);
+      else if (op === OP.TEXT || op === OP.BINARY || op === 0) {
+        this.fragments.push(payload);
+        if (fin) {
+          const whole = this.fragments.length === 1 ? payload : Buffer.concat(this.fragments);
+          this.fragments = [];
+          this.emit('message', whole);
+        }
+      }
     }
   }
 }

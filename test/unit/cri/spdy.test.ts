@@ -132,3 +132,43 @@ test('statuses as the kubelet writes them; protocol negotiation in the client\'s
   assert.equal(negotiate(undefined, ['x']).error?.code, 400);
   assert.match(negotiate('v9', ['portforward.k8s.io']).error?.message ?? '', /unable to negotiate protocol: client supports \[v9\], server accepts \[portforward.k8s.io\]/);
 });
+
+test('the WebSocket translator restates the runtime\'s Status as the kubelet\'s does', async () => {
+  const { translatedStatus } = await import('../../../src/server/websocket-translator.js');
+  assert.deepEqual(translatedStatus('{"metadata":{},"status":"Success"}'), { metadata: {}, status: 'Success' });
+  assert.deepEqual(translatedStatus(JSON.stringify({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } })), {
+    metadata: {},
+    status: 'Failure',
+    message: 'command terminated with non-zero exit code: command terminated with exit code 3',
+    reason: 'NonZeroExitCode',
+    details: { causes: [{ reason: 'ExitCode', message: '3' }] },
+  });
+  assert.deepEqual(translatedStatus(JSON.stringify({ status: 'Failure', message: 'Internal error occurred: boom', reason: 'InternalError' })), {
+    metadata: {},
+    status: 'Failure',
+    message: 'Internal error occurred: Internal error occurred: boom',
+    reason: 'InternalError',
+    details: { causes: [{ message: 'Internal error occurred: boom' }] },
+    code: 500,
+  });
+});
+
+test('a WebSocket message sent in fragments is one message; pings are answered', async () => {
+  const { WebSocketConn } = await import('../../../src/cri/streaming/websocket.js');
+  const { server, client, close } = await pair();
+  const ws = new WebSocketConn(server);
+  const got: string[] = [];
+  ws.on('message', (m: Buffer) => got.push(m.toString()));
+  const frame = (fin: boolean, op: number, text: string) => {
+    const mask = Buffer.from([1, 2, 3, 4]);
+    const p = Buffer.from(text).map((b, i) => b ^ mask[i % 4]!);
+    return Buffer.concat([Buffer.from([(fin ? 0x80 : 0) | op, 0x80 | p.length]), mask, p]);
+  };
+  const pong = new Promise<Buffer>((r) => client.once('data', (d: Buffer) => r(d)));
+  client.write(Buffer.concat([frame(false, 2, 'hel'), frame(true, 9, 'pi'), frame(true, 0, 'lo')]));
+  assert.equal((await pong)[0], 0x80 | 10, 'a pong');
+  while (got.length === 0) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(got, ['hello']);
+  client.destroy();
+  close();
+});

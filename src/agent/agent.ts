@@ -401,7 +401,10 @@ export class Agent implements PodSyncer {
       this.statusManager.setPodStatus(pod, pre);
       return { requeueAfterMs: VOLUME_RETRY_MS };
     }
-    const result = await syncPod(this.deps, pod, before);
+    // As the kubelet: the pod's IPs are the API status's (a hostNetwork pod's are the node's,
+    // which its sandbox does not report), for $(POD_IP), status.podIP env vars and /etc/hosts.
+    const apiIPs = (pre.podIPs ?? []).map((p) => p.ip).filter(Boolean);
+    const result = await syncPod(this.deps, pod, apiIPs.length ? { ...before, ips: apiIPs } : before);
     this.lastSync.set(uid, result);
     const after = await getPodStatus(this.deps, uid, name, namespace);
     const status = generateAPIPodStatus({ pod, runtime: after, lastSync: result, nodeIP: this.deps.nodeIP, now: this.clock.now() });

@@ -66,7 +66,10 @@ async function prepareSubPath(volumeRoot: string, subPath: string, pin: string, 
     // A missing subPath is made as a directory, but only where its parent is inside the volume.
     const parent = await realpath(dirname(wanted)).catch(() => undefined);
     if (!parent || !inside(root, parent)) throw new MountConfigError(`failed to create subPath directory for volumeMount ${what}`);
-    await mkdir(wanted, { mode: (await stat(root)).mode & 0o7777 });
+    // The volume's own mode (an emptyDir's 0777), set again past the umask, as the kubelet does.
+    const mode = (await stat(root)).mode & 0o7777;
+    await mkdir(wanted, { mode });
+    await chmod(wanted, mode);
     target = await realpath(wanted);
   }
   if (!inside(root, target)) throw new MountConfigError(`failed to prepare subPath for volumeMount ${what}`);

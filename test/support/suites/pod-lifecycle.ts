@@ -219,6 +219,18 @@ test('the environment reaches the container intact: values, $(VAR) expansion, do
   assert.equal(line, `A=héllo wörld B=héllo wörld! NAME=${pod.metadata!.name} NS=${NS} IP=${pod.status!.podIP}`);
 });
 
+test('a hostNetwork pod\'s status.podIP env var is the node\'s IP, as its status says', async () => {
+  const created = await createPod(node, 'hostnet-env', {
+    hostNetwork: true,
+    containers: [container('c', 'echo "IP=$POD_IP HOST=$HOST_IP"; while true; do sleep 1; done', { env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }] })],
+  });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
+  const line = await eventually('the container\'s first line in its CRI log', 10_000, async () => (existsSync(log) ? /stdout F (IP=.*)$/m.exec(readFileSync(log, 'utf8'))?.[1] : undefined));
+  assert.equal(line, `IP=${pod.status!.hostIP} HOST=${pod.status!.hostIP}`);
+  assert.equal(pod.status!.podIP, pod.status!.hostIP);
+});
+
 test('changing a container image in place: killed as "definition changed" and started with the new image', async () => {
   const created = await createPod(node, 'patch', { containers: [container('c', loop)] });
   const pod = await waitPod(created, 'Running', 30_000, running);

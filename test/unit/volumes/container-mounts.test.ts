@@ -2,7 +2,7 @@
 // volumes, /etc/hosts as the kubelet writes it, the termination-message file and its reading.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -72,6 +72,10 @@ test('a subPath is made if missing, pinned by a bind mount, and refused when it 
   assert.equal(m!.host_path, join(root, 'pods/u/volume-subpaths/data/c/0'));
   assert.deepEqual(binds, [[join(vol, 'new/dir'), m!.host_path]]);
   assert.ok(statSync(join(vol, 'new/dir')).isDirectory());
+  chmodSync(vol, 0o777);
+  const [m2] = await makeMounts({ ...inputs, container: { name: 'c', volumeMounts: [{ name: 'data', mountPath: '/sub2', subPath: 'made' }] } });
+  assert.ok(m2);
+  assert.equal(statSync(join(vol, 'made')).mode & 0o777, 0o777, 'a made subPath has the volume\'s mode, whatever the umask');
 
   const outside = mkdtempSync(join(tmpdir(), 'outside-'));
   writeFileSync(join(outside, 'secret'), 'host file');

@@ -149,6 +149,11 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const inits = pod.spec?.initContainers ?? [];
   const hasInit = inits.length > 0;
   const initStatuses = containerStatuses(inits, input, old.initContainerStatuses, 'PodInitializing');
+  // As the kubelet's prober manager: an init container that completed (exit 0) is ready.
+  for (const st of initStatuses) {
+    const spec = inits.find((c) => c.name === st.name);
+    if (spec?.restartPolicy !== 'Always' && st.state?.terminated?.exitCode === 0) st.ready = true;
+  }
   const regularStatuses = containerStatuses(pod.spec?.containers ?? [], input, old.containerStatuses, hasInit ? 'PodInitializing' : 'ContainerCreating');
   let phase = podPhase(pod, initStatuses, regularStatuses);
   // A finished pod stays finished (the status manager refuses a terminal -> non-terminal change).

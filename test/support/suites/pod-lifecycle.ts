@@ -129,9 +129,9 @@ test('init containers run one at a time, in order, before the app container', as
   });
   const pod = await waitPod(created, 'Running after init', 40_000, running);
   const inits = pod.status!.initContainerStatuses!;
-  assert.deepEqual(inits.map((s) => [s.name, s.state?.terminated?.reason, s.state?.terminated?.exitCode]), [
-    ['i1', 'Completed', 0],
-    ['i2', 'Completed', 0],
+  assert.deepEqual(inits.map((s) => [s.name, s.state?.terminated?.reason, s.state?.terminated?.exitCode, s.ready]), [
+    ['i1', 'Completed', 0, true],
+    ['i2', 'Completed', 0, true],
   ]);
   const t = (d: Date | undefined) => new Date(d!).getTime();
   assert.ok(t(inits[0]!.state!.terminated!.finishedAt) <= t(inits[1]!.state!.terminated!.startedAt), 'i2 starts after i1 finished');

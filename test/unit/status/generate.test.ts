@@ -86,3 +86,13 @@ test('no ready sandbox: PodReadyToStartContainers False; lastTransitionTime move
   assert.equal(changed.conditions![0]!.status, 'False');
   assert.equal(new Date(changed.conditions![0]!.lastTransitionTime!).getTime(), 9000);
 });
+
+test('an init container that completed with exit 0 is ready, as the kubelet reports it; a failed one is not', () => {
+  const pod = makePod({ containers: ['c'], initContainers: ['i1', 'i2'] });
+  const rt = runningStatus(pod);
+  rt.containerStatuses = [containerStatus(pod.spec!.initContainers![0]!, 'exited', { exitCode: 0 }), containerStatus(pod.spec!.initContainers![1]!, 'exited', { exitCode: 1 })];
+  const st = generateAPIPodStatus({ pod, runtime: rt, nodeIP: 'x', now: 0 });
+  assert.deepEqual(st.initContainerStatuses!.map((s) => [s.name, s.ready]), [['i1', true], ['i2', false]]);
+  const done = generateAPIPodStatus({ pod, runtime: initializedStatus(pod), nodeIP: 'x', now: 0 });
+  assert.ok(done.initContainerStatuses!.every((s) => s.ready));
+});

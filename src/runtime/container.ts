@@ -106,6 +106,25 @@ async function podServiceEnv(deps: RuntimeManagerDeps, pod: V1Pod): Promise<Map<
   return serviceEnvVars(servicesForPod(pod, own, inDefault));
 }
 
+/**
+ * runAsNonRoot as the kubelet checks it before a container is made: the user asked for, else the
+ * image's (no user in the image is root); failing is CreateContainerConfigError in its words.
+ */
+async function verifyRunAsNonRoot(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Container, imageRef: string, runAsUser: number | undefined): Promise<void> {
+  const nonRoot = container.securityContext?.runAsNonRoot ?? pod.spec?.securityContext?.runAsNonRoot;
+  if (!nonRoot) return;
+  const who = `pod: "${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})", container: ${container.name}`;
+  const fail = (msg: string) => new SyncError(Reasons.CreateContainerConfig, msg);
+  if (runAsUser != null) {
+    if (runAsUser === 0) throw fail(`container's runAsUser breaks non-root policy (${who})`);
+    return;
+  }
+  const img = (await deps.images.imageStatus({ image: imageRef }).catch(() => undefined))?.image;
+  const uid = img?.uid?.value !== undefined && img.uid !== null ? Number(img.uid.value) : undefined;
+  if (uid === undefined && img?.username) throw fail(`container has runAsNonRoot and image has non-numeric user (${img.username}), cannot verify user is non-root (${who})`);
+  if ((uid ?? 0) === 0) throw fail(`container has runAsNonRoot and image will run as root (${who})`);
+}
+
 async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartContainerInput, imageRef: string, restartCount: number): Promise<ContainerConfig> {
   const { container, pod } = input;
   if (container.volumeDevices?.length) {
@@ -146,6 +165,7 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
   const sc = container.securityContext;
   const podSc = pod.spec?.securityContext;
   const runAsUser = sc?.runAsUser ?? podSc?.runAsUser;
+  await verifyRunAsNonRoot(deps, pod, container, imageRef, runAsUser);
   const runAsGroup = sc?.runAsGroup ?? podSc?.runAsGroup;
   return {
     metadata: { name: container.name, attempt: restartCount },

@@ -219,6 +219,14 @@ test('the environment reaches the container intact: values, $(VAR) expansion, do
   assert.equal(line, `A=héllo wörld B=héllo wörld! NAME=${pod.metadata!.name} NS=${NS} IP=${pod.status!.podIP}`);
 });
 
+test('runAsNonRoot with an image that runs as root: CreateContainerConfigError in the kubelet\'s words, nothing started', async () => {
+  const created = await createPod(node, 'nonroot', { securityContext: { runAsNonRoot: true }, containers: [container('c', loop)] });
+  const pod = await waitPod(created, 'refused', 30_000, (p) => (p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError' ? p : undefined));
+  assert.equal(pod.status!.containerStatuses![0]!.state!.waiting!.message, `container has runAsNonRoot and image will run as root (pod: "${pod.metadata!.name}_${NS}(${pod.metadata!.uid})", container: c)`);
+  const events = await podEvents(pod);
+  assert.ok(events.some((e) => e.reason === 'Failed' && e.type === 'Warning' && /image will run as root/.test(e.message ?? '')), JSON.stringify(events.map((e) => e.message)));
+});
+
 test('a hostNetwork pod\'s status.podIP env var is the node\'s IP, as its status says', async () => {
   const created = await createPod(node, 'hostnet-env', {
     hostNetwork: true,

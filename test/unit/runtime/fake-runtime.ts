@@ -218,9 +218,14 @@ export class FakeRuntime implements RuntimeService, ImageService {
     return [...this.images].map((i) => ({ id: `sha256:${i}`, repo_tags: [i] }) as unknown as Image);
   }
 
+  /** The USER of an image, as ImageStatus reports it (uid, or a username). */
+  readonly imageUsers = new Map<string, { uid?: { value: string }; username?: string }>();
+
   async imageStatus(image: ImageSpec): Promise<ImageStatusResponse> {
-    const name = image.image ?? '';
-    return { image: this.images.has(name) ? ({ id: `sha256:${name}`, repo_tags: [name] } as unknown as Image) : null, info: {} } as unknown as ImageStatusResponse;
+    // By name or by the ID it was given (sha256:<name>).
+    const name = (image.image ?? '').replace(/^sha256:/, '');
+    const user = this.imageUsers.get(name);
+    return { image: this.images.has(name) ? ({ id: `sha256:${name}`, repo_tags: [name], ...user } as unknown as Image) : null, info: {} } as unknown as ImageStatusResponse;
   }
 
   async pullImage(image: ImageSpec): Promise<string> {

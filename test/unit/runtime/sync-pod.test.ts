@@ -31,6 +31,29 @@ test('fsGroup is the first supplemental group of the sandbox and of each contain
   assert.equal(sb.config.linux!.security_context!.run_as_group?.value, '2000');
 });
 
+test('runAsNonRoot as the kubelet checks it: a root runAsUser, an image running as root or by name is CreateContainerConfigError in its words', async () => {
+  const cases: Array<[object, { uid?: { value: string }; username?: string } | undefined, RegExp | undefined]> = [
+    [{ runAsNonRoot: true, runAsUser: 0 }, undefined, /^container's runAsUser breaks non-root policy \(pod: "web_ns\(uid-1\)", container: c\)$/],
+    [{ runAsNonRoot: true }, undefined, /^container has runAsNonRoot and image will run as root \(pod: "web_ns\(uid-1\)", container: c\)$/],
+    [{ runAsNonRoot: true }, { uid: { value: '0' } }, /image will run as root/],
+    [{ runAsNonRoot: true }, { username: 'app' }, /^container has runAsNonRoot and image has non-numeric user \(app\), cannot verify user is non-root/],
+    [{ runAsNonRoot: true }, { uid: { value: '1000' } }, undefined],
+    [{ runAsNonRoot: true, runAsUser: 1000 }, undefined, undefined],
+  ];
+  for (const [securityContext, user, refused] of cases) {
+    const { deps, runtime } = fakeDeps();
+    if (user) runtime.imageUsers.set('nodelet.test/busybox:1', user);
+    const p = pod({ securityContext });
+    const result = await syncPod(deps, p, await status(deps, p));
+    const failed = result.results.find((r) => r.failed);
+    if (refused) {
+      assert.equal(failed?.reason, 'CreateContainerConfigError', JSON.stringify(securityContext));
+      assert.match(failed!.message, refused);
+      assert.equal(runtime.containers.size, 0, 'no container is made');
+    } else assert.equal(result.error(), undefined, JSON.stringify([securityContext, user]));
+  }
+});
+
 test('a new pod: sandbox, then image check, create and start, with Pulled/Created/Started events', async () => {
   const { deps, runtime, recorder } = fakeDeps();
   const p = pod();

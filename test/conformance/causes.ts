@@ -32,7 +32,6 @@ export const RULES: CauseRule[] = [
   { cause: 'sidecar containers (issue 13)', spec: /restartable init container|Restartable Init Container/i },
   { cause: 'activeDeadlineSeconds (issue 13)', spec: /activeDeadlineSeconds/ },
   { cause: 'ephemeral containers (not implemented)', spec: /Ephemeral Containers/ },
-  { cause: 'runAsNonRoot not enforced (the kubelet refuses a root user: CreateContainerConfigError)', spec: /runAsNonRoot should not run/ },
   { cause: 'container-level restartPolicy and restartPolicyRules (beta, not implemented)', spec: /Container Restart Rules/ },
   { cause: 'sysctls not checked at admission (the kubelet rejects unsafe ones: SysctlForbidden)', spec: /unsafe, but not explicitly enabled sysctls/ },
   { cause: 'the pod\'s OS not checked at admission (the kubelet rejects it: PodOSNotSupported)', spec: /PodOSRejection/ },

@@ -25,6 +25,9 @@ export const RULES: CauseRule[] = [
   },
   { cause: 'a completed init container is reported not ready (the kubelet reports it ready)', seen: /init container \S+ should be in Ready status/ },
   { cause: 'readiness gates: Ready ignores spec.readinessGates', seen: /Ready condition to be false initially/ },
+  { cause: 'a hostNetwork pod\'s status.podIP env var was empty (fixed in 8b064d7, after the run at 380cee5)', seen: /POD_IP: parameter not set or null/ },
+  { cause: 'a subPath made in an emptyDir lacked the volume\'s 0777 (fixed in 8b064d7, after the run at 380cee5)', seen: /perms of file \\?"\/test-volume\\?": -rwxrwxrwx" in container output/ },
+  { cause: 'the process runtime shows supplementary groups and their files\' group as 65534 (its user namespace maps only the container\'s uid and gid)', seen: /owner GID of "[^"]*": 65534/ },
 
   // --- and by what the spec tests, where its failure says no more than a timeout ---
   { cause: 'probes (issue 13)', spec: /\bProbing (restartable init )?container\b/ },

@@ -27,6 +27,7 @@ export const RULES: CauseRule[] = [
   { cause: 'readiness gates: Ready ignores spec.readinessGates', seen: /Ready condition to be false initially/ },
   { cause: 'a hostNetwork pod\'s status.podIP env var was empty (fixed in 8b064d7, after the run at 380cee5)', seen: /POD_IP: parameter not set or null/ },
   { cause: 'a subPath made in an emptyDir lacked the volume\'s 0777 (fixed in 8b064d7, after the run at 380cee5)', seen: /perms of file \\?"\/test-volume\\?": -rwxrwxrwx" in container output/ },
+  { cause: 'no_new_privs (allowPrivilegeEscalation: false) not honoured by the process runtime (issue 15)', seen: /alpine-nnp-/ },
   { cause: 'the process runtime shows supplementary groups and their files\' group as 65534 (its user namespace maps only the container\'s uid and gid)', seen: /owner GID of "[^"]*": 65534/ },
 
   // --- and by what the spec tests, where its failure says no more than a timeout ---
@@ -36,6 +37,7 @@ export const RULES: CauseRule[] = [
   { cause: 'activeDeadlineSeconds (issue 13)', spec: /activeDeadlineSeconds/ },
   { cause: 'ephemeral containers (not implemented)', spec: /Ephemeral Containers/ },
   { cause: 'container-level restartPolicy and restartPolicyRules (beta, not implemented)', spec: /Container Restart Rules/ },
+  { cause: 'sysctls not applied by the process runtime (issue 15)', spec: /Sysctls \[LinuxOnly\] should support sysctls/ },
   { cause: 'sysctls not checked at admission (the kubelet rejects unsafe ones: SysctlForbidden)', spec: /unsafe, but not explicitly enabled sysctls/ },
   { cause: 'the pod\'s OS not checked at admission (the kubelet rejects it: PodOSNotSupported)', spec: /PodOSRejection/ },
 ];

@@ -54,7 +54,8 @@ export function forward(rawPath: string, stream: 'stdout' | 'stderr', logPath: s
     state.pending = state.pending.slice(MAX_LINE);
   }
   if (final && state.pending) {
-    out += `${ts} ${stream} F ${state.pending}\n`;
+    // As containerd: output that ends without a newline ends with a partial record.
+    out += `${ts} ${stream} P ${state.pending}\n`;
     state.pending = '';
   }
   if (out && logPath) {

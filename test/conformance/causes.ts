@@ -27,6 +27,9 @@ export const RULES: CauseRule[] = [
   { cause: 'readiness gates: Ready ignores spec.readinessGates', seen: /Ready condition to be false initially/ },
   { cause: 'a hostNetwork pod\'s status.podIP env var was empty (fixed in 8b064d7, after the run at 380cee5)', seen: /POD_IP: parameter not set or null/ },
   { cause: 'a subPath made in an emptyDir lacked the volume\'s 0777 (fixed in 8b064d7, after the run at 380cee5)', seen: /perms of file \\?"\/test-volume\\?": -rwxrwxrwx" in container output/ },
+  { cause: 'privileged containers run unprivileged (allowPrivileged is off by default; the kubelet allows them)', seen: /RTNETLINK answers: Operation not permitted/ },
+  { cause: 'runAsNonRoot was not enforced (fixed in c2de555, after the run at 380cee5)', spec: /runAsNonRoot should not run/ },
+  { cause: 'the process runtime ended output without a newline with a full record (fixed after the run at 380cee5)', spec: /FallbackToLogsOnError is set/ },
   { cause: 'no_new_privs (allowPrivilegeEscalation: false) not honoured by the process runtime (issue 15)', seen: /alpine-nnp-/ },
   { cause: 'the process runtime shows supplementary groups and their files\' group as 65534 (its user namespace maps only the container\'s uid and gid)', seen: /owner GID of "[^"]*": 65534/ },
 

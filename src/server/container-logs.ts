@@ -76,10 +76,10 @@ export function checkStreamGate(opts: ContainerLogRequest, splitStreams: boolean
   if (opts.stream !== 'All' && !splitStreams) throw new HttpError(400, `unable to return the given log stream: "${opts.stream}". Please enable PodLogsQuerySplitStreams feature gate in kubelet`);
 }
 
-/** Whether the pod's spec has a container of that name (regular, init or ephemeral). */
-export function podHasContainer(pod: V1Pod, name: string): boolean {
+/** The pod's container of that name, regular, init or ephemeral (as the kubelet's GetContainerSpec). */
+export function podContainerSpec(pod: V1Pod, name: string): { name: string; tty?: boolean } | undefined {
   const spec = pod.spec;
-  return [...(spec?.containers ?? []), ...(spec?.initContainers ?? []), ...(spec?.ephemeralContainers ?? [])].some((c) => c.name === name);
+  return [...(spec?.containers ?? []), ...(spec?.initContainers ?? []), ...(spec?.ephemeralContainers ?? [])].find((c) => c.name === name);
 }
 
 /** The container ID ("containerd://abc") whose log is shown, as the kubelet picks it from the status. */

@@ -18,7 +18,7 @@ import type { RunningPod } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import type { NodeAuth } from './auth.js';
 import { buildSummary, NodeCpu, resourceMetrics, type StatsSources } from './stats.js';
-import { checkStreamGate, HttpError, logContainerID, parseLogQuery, podHasContainer } from './container-logs.js';
+import { checkStreamGate, HttpError, logContainerID, parseLogQuery, podContainerSpec } from './container-logs.js';
 import { parsePorts, parseStreamOptions, proxyUpgrade, rawError, type StreamOptions } from './streaming.js';
 import { isWebSocketUpgrade } from '../cri/streaming/websocket.js';
 import { offeredProtocols, PORTFORWARD_TUNNEL, translateRemoteCommand, tunnelPortForward, V5 } from './websocket-translator.js';
@@ -235,7 +235,7 @@ export class NodeServer {
     const opts = parseLogQuery(new URL(req.url ?? '/', 'https://node').searchParams, this.host.clock.now());
     const pod = this.pod(r.namespace, r.pod);
     if (!pod) throw new HttpError(404, `pod "${r.pod}" does not exist`);
-    if (!podHasContainer(pod, r.container)) throw new HttpError(404, `container "${r.container}" not found in pod "${r.pod}"`);
+    if (!podContainerSpec(pod, r.container)) throw new HttpError(404, `container "${r.container}" not found in pod "${r.pod}"`);
     checkStreamGate(opts, this.host.splitLogStreams);
     const status = this.host.podStatus(pod.metadata?.uid ?? '') ?? pod.status;
     const fullID = logContainerID(r.pod, status, r.container, opts.previous);
@@ -326,7 +326,7 @@ export class NodeServer {
     }
     const id = await this.runningContainer(pod, r.uid, r.container, `container ${r.container} not found in pod ${r.pod}_${r.namespace}`);
     // Attach's tty must be the container's own: it cannot change after the process started.
-    const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].find((c) => c.name === r.container);
+    const spec = podContainerSpec(pod, r.container);
     const attachOpts = { ...opts, tty: opts.tty && spec?.tty === true };
     return { url: await runtime.attach({ containerId: id, ...attachOpts }).catch((e) => Promise.reject(criError(e))), opts: attachOpts };
   }

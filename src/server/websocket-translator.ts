@@ -36,15 +36,21 @@ function dialSpdy(target: string, protocol: string): Promise<{ socket: Duplex; h
   });
 }
 
+/** The runtime's upgraded connection, or undefined once the caller has been told why not (a 500). */
+async function dialOrRefuse(caller: Duplex, target: string, protocol: string, onDone: () => void): Promise<{ socket: Duplex; head: Buffer } | undefined> {
+  try {
+    return await dialSpdy(target, protocol);
+  } catch (err) {
+    rawError(caller, 500, (err as Error).message);
+    onDone();
+    return undefined;
+  }
+}
+
 /** Serves a v5.channel.k8s.io exec or attach by translating it to SPDY streams on the runtime. */
 export async function translateRemoteCommand(req: IncomingMessage, socket: Duplex, head: Buffer, target: string, opts: StreamOptions, onDone: () => void): Promise<void> {
-  let upstream: { socket: Duplex; head: Buffer };
-  try {
-    upstream = await dialSpdy(target, 'v4.channel.k8s.io');
-  } catch (err) {
-    rawError(socket, 500, (err as Error).message);
-    return onDone();
-  }
+  const upstream = await dialOrRefuse(socket, target, 'v4.channel.k8s.io', onDone);
+  if (!upstream) return;
   const ws = WebSocketConn.accept(req, socket, head, V5);
   // As the kubelet's translator: an empty first message on the first channel that writes, at once.
   ws.send(OP_BINARY, Buffer.from([opts.stdout ? 1 : opts.stderr ? 2 : 3]));
@@ -127,13 +133,8 @@ export function translatedStatus(v4: string): object {
 
 /** Port-forward over WebSocket: the tunnel's binary messages are the SPDY connection to the runtime. */
 export async function tunnelPortForward(req: IncomingMessage, socket: Duplex, head: Buffer, target: string, onDone: () => void): Promise<void> {
-  let upstream: { socket: Duplex; head: Buffer };
-  try {
-    upstream = await dialSpdy(target, 'portforward.k8s.io');
-  } catch (err) {
-    rawError(socket, 500, (err as Error).message);
-    return onDone();
-  }
+  const upstream = await dialOrRefuse(socket, target, 'portforward.k8s.io', onDone);
+  if (!upstream) return;
   const ws = WebSocketConn.accept(req, socket, head, PORTFORWARD_TUNNEL);
   if (upstream.head.length) ws.send(OP_BINARY, upstream.head);
   ws.on('message', (m: Buffer) => upstream.socket.write(m));

@@ -63,6 +63,8 @@ async function gzipFile(path: string): Promise<void> {
 export class ContainerLogManager {
   private timer?: NodeJS.Timeout;
   private running = false;
+  /** Each running container's log path (it never changes): a pass is one list and a stat each. */
+  private readonly logPaths = new Map<string, string>();
 
   constructor(
     private readonly runtime: Pick<RuntimeService, 'listContainers' | 'containerStatus' | 'reopenContainerLog'>,
@@ -87,6 +89,8 @@ export class ContainerLogManager {
     this.running = true;
     try {
       const containers = await this.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
+      const listed = new Set(containers.map((c) => c.id));
+      for (const id of this.logPaths.keys()) if (!listed.has(id)) this.logPaths.delete(id);
       for (const c of containers) {
         try {
           await this.rotateIfNeeded(c.id);
@@ -102,9 +106,14 @@ export class ContainerLogManager {
   }
 
   private async rotateIfNeeded(id: string): Promise<void> {
-    const st = await this.runtime.containerStatus(id);
-    const log = st.status?.log_path;
-    if (!log || st.status?.state !== 'CONTAINER_RUNNING') return;
+    let log = this.logPaths.get(id);
+    if (log === undefined) {
+      const st = await this.runtime.containerStatus(id);
+      if (st.status?.state !== 'CONTAINER_RUNNING') return;
+      log = st.status.log_path ?? '';
+      this.logPaths.set(id, log);
+    }
+    if (!log) return;
     let size: number;
     try {
       size = (await stat(log)).size;

@@ -1,6 +1,8 @@
 // What the process runtime reads of a process in /proc: whether it handles SIGTERM, whether it
-// has exec'd away from its parent's program, and its start time (which tells a PID reused).
+// has exec'd away from its parent's program, its start time (which tells a PID reused); and the
+// exit code a container's monitor wrote.
 import { readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Whether `pid` has a handler for SIGTERM (bit 15 of SigCgt in /proc/PID/status). */
 export function catchesSigterm(pid: number): boolean {
@@ -29,5 +31,37 @@ export function procStart(pid: number): string | undefined {
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Whether a container's process still runs: its PID with the start time recorded at start. A
+ * process gone before its start time could be read is not running (an unknown start time must
+ * not compare equal to the unknown start time of a PID that is gone).
+ */
+export function processRunning(c: { pid?: number; pidStart?: string }): boolean {
+  return c.pid !== undefined && c.pidStart !== undefined && procStart(c.pid) === c.pidStart;
+}
+
+/** The exit code a container's monitor wrote to <dir>/status.json, once it has. */
+export function readExitCode(dir: string): number | undefined {
+  try {
+    const m = /"exit-code"\s*:\s*(-?\d+)/.exec(readFileSync(join(dir, 'status.json'), 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Under proot there is no PID namespace whose end takes every process with it: what the
+ * container started and left running (its process group) goes when it ends, as in a container.
+ */
+export function killLeftovers(c: { isolation?: string; pid?: number }): void {
+  if (c.isolation !== 'proot' || c.pid === undefined) return;
+  try {
+    process.kill(-c.pid, 'SIGKILL');
+  } catch {
+    /* none left */
   }
 }

@@ -3,11 +3,10 @@
 // its image's root filesystem under bubblewrap (or proot), in a session of its own, with its
 // output in the CRI log format. Everything is persisted, so a restarted runtime finds its
 // sandboxes and containers again, running processes included (by PID and start time).
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, statfsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { closeSync, readFileSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageService, RuntimeService } from '../cri/services.js';
@@ -23,7 +22,6 @@ import type {
   ImageFsInfoResponse,
   ImageSpec,
   ImageStatusResponse,
-  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
@@ -36,15 +34,19 @@ import type {
 import { NODELET_VERSION } from '../version.js';
 import { hostIPv4 } from '../util/net.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
-import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
-import { ImageStore, type StoredImage } from './image-store.js';
-import { detectIsolation, execArgv, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
+import { ImageStore } from './image-store.js';
+import { ProcessImageService } from './image-service.js';
+import { RecordStore } from './state.js';
+import { execPlan, runExecSync, type ExecPlan } from './exec.js';
+import { detectIsolation, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
 import { forward } from './log-forwarder.js';
+import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, spawnContainer } from './container-start.js';
 import type { ContainerRecord, SandboxRecord } from './records.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
-import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, resolvConf, stageMounts, touchLog } from './container-files.js';
-import { catchesSigterm, execedFromParent, procStart } from './procfs.js';
+import { resolvConf, touchLog } from './container-files.js';
+import { catchesSigterm, killLeftovers, processRunning, readExitCode } from './procfs.js';
 
 
 const run = promisify(execFile);
@@ -82,13 +84,17 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   /** When each running container's process was first seen gone (its exit code may follow). */
   private readonly goneAt = new Map<string, number>();
   private readonly statsService: ProcessStatsService;
+  private readonly imageService: ProcessImageService;
+  private readonly store: RecordStore;
   /** The runtime's write end of each stdin: true container's FIFO (not kept across a restart of the runtime). */
   private readonly stdinWriters = new Map<string, number>();
   private readonly hostIP: string;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
+    this.store = new RecordStore(opts.root);
     this.images = new ImageStore(join(opts.root, 'images'), opts.imagesDir);
+    this.imageService = new ProcessImageService(this.images, (imageId) => [...this.containers.values()].some((c) => c.imageId === imageId));
     this.hostIP = opts.hostIP ?? hostIPv4();
     this.log = opts.log ?? (() => undefined);
     this.statsService = new ProcessStatsService({
@@ -104,30 +110,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
    * `forCleanup` skips the isolation probe: stopping and removing need no way to launch.
    */
   async start(forCleanup = false): Promise<void> {
-    await mkdir(join(this.opts.root, 'sandboxes'), { recursive: true });
-    await mkdir(join(this.opts.root, 'containers'), { recursive: true });
+    const state = await this.store.load();
     await this.images.load();
     const iso = forCleanup ? { detail: 'not probed: started to clean up only' } : detectIsolation(this.opts.isolation);
     this.isolation = iso.isolation;
     this.isolationDetail = iso.detail;
     this.cgroups = detectCgroups();
     this.log('process runtime started', { isolation: this.isolation ?? 'none', detail: iso.detail, cgroups: this.cgroups.detail });
-    for (const id of await readdir(join(this.opts.root, 'sandboxes'))) {
-      try {
-        const s = JSON.parse(await readFile(join(this.opts.root, 'sandboxes', id, 'sandbox.json'), 'utf8')) as SandboxRecord;
-        this.sandboxes.set(s.id, s);
-      } catch {
-        /* half-written: ignore */
-      }
-    }
-    for (const id of await readdir(join(this.opts.root, 'containers'))) {
-      try {
-        const c = JSON.parse(await readFile(join(this.opts.root, 'containers', id, 'container.json'), 'utf8')) as ContainerRecord;
-        this.containers.set(c.id, c);
-      } catch {
-        /* half-written: ignore */
-      }
-    }
+    for (const sb of state.sandboxes) this.sandboxes.set(sb.id, sb);
+    for (const c of state.containers) this.containers.set(c.id, c);
     this.tick();
     this.ticker = setInterval(() => this.tick(), 100);
     this.ticker.unref();
@@ -143,23 +134,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   private cdir(id: string): string {
-    return join(this.opts.root, 'containers', id);
+    return this.store.containerDir(id);
   }
 
-  private async persistSandbox(s: SandboxRecord): Promise<void> {
-    const dir = join(this.opts.root, 'sandboxes', s.id);
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `.sandbox.json.${randomBytes(3).toString('hex')}`);
-    await writeFile(tmp, JSON.stringify(s));
-    await rename(tmp, join(dir, 'sandbox.json'));
+  private persistSandbox(s: SandboxRecord): Promise<void> {
+    return this.store.saveSandbox(s);
   }
 
-  private async persistContainer(c: ContainerRecord): Promise<void> {
-    const dir = this.cdir(c.id);
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `.container.json.${randomBytes(3).toString('hex')}`);
-    await writeFile(tmp, JSON.stringify(c));
-    await rename(tmp, join(dir, 'container.json'));
+  private persistContainer(c: ContainerRecord): Promise<void> {
+    return this.store.saveContainer(c);
   }
 
   /** Every 100 ms: move output to the CRI logs and notice exits. */
@@ -171,8 +154,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       // running container per tick); its monitor writes it just after, so a gone process gets a
       // second's grace. Under proot the PID is the monitor's own, which writes the code just before
       // it ends.
-      const alive = this.running(c);
-      const exit = alive && c.isolation !== 'proot' ? undefined : this.readExit(c);
+      const alive = processRunning(c);
+      const exit = alive && c.isolation !== 'proot' ? undefined : readExitCode(this.cdir(c.id));
       if (alive) this.goneAt.delete(c.id);
       else if (!this.goneAt.has(c.id)) this.goneAt.set(c.id, now);
       const ended = exit !== undefined || (!alive && now - this.goneAt.get(c.id)! >= 1000);
@@ -186,7 +169,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       }
       if (ended) {
         this.goneAt.delete(c.id);
-        this.killLeftovers(c);
+        killLeftovers(c);
         c.state = 'CONTAINER_EXITED';
         c.finishedAt = nowNs();
         const oom = this.cgroups.oomKilled(c.id);
@@ -195,38 +178,6 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         if (exit === undefined) c.message = 'the container process is gone and its exit code was not recorded';
         void this.afterExit(c);
       }
-    }
-  }
-
-  /**
-   * Under proot there is no PID namespace whose end takes every process with it: what the
-   * container started and left running (its process group) goes when it ends, as in a container.
-   */
-  private killLeftovers(c: ContainerRecord): void {
-    if (c.isolation !== 'proot' || c.pid === undefined) return;
-    try {
-      process.kill(-c.pid, 'SIGKILL');
-    } catch {
-      /* none left */
-    }
-  }
-
-  /**
-   * Whether the container's process still runs: its PID with the start time recorded at start. A
-   * process gone before its start time could be read is not running (an unknown start time must
-   * not compare equal to the unknown start time of a PID that is gone).
-   */
-  private running(c: ContainerRecord): boolean {
-    return c.pid !== undefined && c.pidStart !== undefined && procStart(c.pid) === c.pidStart;
-  }
-
-  private readExit(c: ContainerRecord): number | undefined {
-    try {
-      const text = readFileSync(join(this.cdir(c.id), 'status.json'), 'utf8');
-      const m = /"exit-code"\s*:\s*(-?\d+)/.exec(text);
-      return m ? Number(m[1]) : undefined;
-    } catch {
-      return undefined;
     }
   }
 
@@ -265,7 +216,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     // The pod's own resolv.conf, as containerd writes one from the DNS config it is given.
     const dns = config.dns_config;
     if (dns && (dns.servers?.length || dns.searches?.length || dns.options?.length)) {
-      await writeFile(join(this.opts.root, 'sandboxes', id, 'resolv.conf'), resolvConf(dns));
+      await writeFile(join(this.store.sandboxDir(id), 'resolv.conf'), resolvConf(dns));
     }
     this.sandboxes.set(id, s);
     return id;
@@ -299,7 +250,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       await this.removeContainer(c.id);
     }
     this.sandboxes.delete(s.id);
-    await rm(join(this.opts.root, 'sandboxes', s.id), { recursive: true, force: true });
+    await this.store.removeSandbox(s.id);
   }
 
   private sandboxView(s: SandboxRecord) {
@@ -401,34 +352,6 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return c;
   }
 
-  /** The argv by the OCI and Kubernetes rules: command replaces ENTRYPOINT, args replaces CMD. */
-  static argv(config: ContainerConfig, image: StoredImage): string[] {
-    const command = config.command ?? [];
-    const args = config.args ?? [];
-    if (command.length > 0) return [...command, ...args];
-    const entrypoint = image.config.Entrypoint ?? [];
-    return [...entrypoint, ...(args.length > 0 ? args : (image.config.Cmd ?? []))];
-  }
-
-  private async prepareRootfs(c: ContainerRecord, img: StoredImage): Promise<string> {
-    const lower = await this.images.rootfs(img);
-    const dir = this.cdir(c.id);
-    const merged = join(dir, 'rootfs');
-    await mkdir(merged, { recursive: true });
-    await mkdir(join(dir, 'upper'), { recursive: true });
-    await mkdir(join(dir, 'work'), { recursive: true });
-    try {
-      // The image's files are shared read-only; each container writes into its own upper layer.
-      await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`, merged]);
-      c.rootfsMounted = true;
-    } catch {
-      // No overlayfs for us (an unprivileged container): a private copy instead.
-      await run('cp', ['-a', `${lower}/.`, `${merged}/`]);
-      c.rootfsMounted = false;
-    }
-    return merged;
-  }
-
   async startContainer(id: string): Promise<void> {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_CREATED') throw new FailedPreconditionError(`container ${c.id} is ${c.state}, not created`);
@@ -436,106 +359,26 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const img = this.images.find(c.imageId);
     if (!img) throw new NotFoundError(`image ${c.imageId}`);
     const s = this.sandbox(c.sandboxId);
-    const argv = ProcessRuntime.argv(c.config, img);
+    const argv = containerArgv(c.config, img);
     if (argv.length === 0) throw new InvalidArgumentError('no command: neither the container nor its image has one');
-    const rootfs = await this.prepareRootfs(c, img);
-    const env = new Map<string, string>();
-    for (const e of img.config.Env ?? []) {
-      const eq = e.indexOf('=');
-      if (eq > 0) env.set(e.slice(0, eq), e.slice(eq + 1));
-    }
-    if (!env.has('PATH')) env.set('PATH', DEFAULT_PATH);
-    env.set('HOSTNAME', s.config.hostname || s.config.metadata?.name || 'pod');
-    for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
-    const mounts = criMounts(c.config);
-    const podResolv = join(this.opts.root, 'sandboxes', s.id, 'resolv.conf');
-    const resolv = existsSync(podResolv) ? podResolv : '/etc/resolv.conf';
-    if (existsSync(resolv)) mounts.push({ hostPath: resolv, containerPath: '/etc/resolv.conf', readonly: true });
     const dir = this.cdir(c.id);
-    // As runc: a command that is not there fails the start, rather than a container that exits at once.
-    const missing = missingExecutable(rootfs, argv[0]!, env.get('PATH') ?? '', c.config.working_dir || img.config.WorkingDir || '/');
-    if (missing) await this.failStart(c, missing);
-    // Mount points are made in the container's own root first: a read-only root cannot get them later.
-    for (const m of mounts) await makeMountPoint(rootfs, m.hostPath, m.containerPath);
-    const binds = this.isolation === 'bubblewrap' && (c.user?.uid ?? 0) !== 0 ? await stageMounts(dir, mounts, (from, to) => run('mount', ['--bind', from, to]).then(() => undefined)) : mounts;
-    const sc = c.config.linux?.security_context;
-    const spec: LaunchSpec = {
-      rootfs,
-      argv,
-      env: [...env],
-      cwd: c.config.working_dir || img.config.WorkingDir || '/',
-      hostname: (s.config.hostname || s.config.metadata?.name || 'pod').slice(0, 63),
-      mounts: binds,
-      statusFd: 3,
-      readonlyRootfs: sc?.readonly_rootfs === true,
-      user: c.user,
-      // Privileged containers see everything, as with runc.
-      maskedPaths: sc?.privileged ? [] : (sc?.masked_paths ?? []),
-      readonlyPaths: sc?.privileged ? [] : (sc?.readonly_paths ?? []),
-      capabilities: { privileged: sc?.privileged === true, add: sc?.capabilities?.add_capabilities ?? [], drop: sc?.capabilities?.drop_capabilities ?? [] },
-    };
+    c.rootfsMounted = await prepareRootfs(dir, await this.images.rootfs(img));
+    const podResolv = join(this.store.sandboxDir(s.id), 'resolv.conf');
+    const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, isolation: this.isolation });
+    if ('missing' in prepared) await this.failStart(c, prepared.missing);
+    const spec = (prepared as { spec: LaunchSpec }).spec;
     c.launch = spec;
-    const launch = launchArgv(this.isolation, spec);
-    const res = c.config.linux?.resources as LinuxContainerResources | undefined;
-    const procs = this.cgroups.create(c.id, {
-      cpuShares: res?.cpu_shares ? Number(res.cpu_shares) : undefined,
-      cpuQuotaUs: res?.cpu_quota && Number(res.cpu_quota) > 0 ? Number(res.cpu_quota) : undefined,
-      cpuPeriodUs: res?.cpu_period ? Number(res.cpu_period) : undefined,
-      memoryBytes: res?.memory_limit_in_bytes && Number(res.memory_limit_in_bytes) > 0 ? Number(res.memory_limit_in_bytes) : undefined,
-    });
-    const stdout = openSync(join(dir, 'stdout'), 'a');
-    const stderr = openSync(join(dir, 'stderr'), 'a');
-    const status = openSync(join(dir, 'status.json'), 'w');
-    // stdin: true gets a FIFO: the container holds its read end, the runtime a write end that
-    // attach writes to (and closes after the first attach when stdinOnce).
-    let stdin: number | 'ignore' = 'ignore';
+    const procs = this.cgroups.create(c.id, cgroupLimits(c.config));
+    let stdin: number | undefined;
     if (c.config.stdin) {
-      const fifo = join(dir, 'stdin');
-      if (!existsSync(fifo)) await run('mkfifo', ['-m', '600', fifo]);
-      this.stdinWriters.set(c.id, openSync(fifo, 'r+'));
-      stdin = openSync(fifo, 'r');
+      const fifo = await openStdin(dir);
+      this.stdinWriters.set(c.id, fifo.writer);
+      stdin = fifo.reader;
     }
-    // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
-    // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
-    const joinCgroups = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
-    // bubblewrap reports the container's PID and exit code itself (fd 3). proot does not: the shell
-    // stays as the container's monitor, the leader of its process group, and reports both (it
-    // outlives the signals sent to the group: a handler, not an ignore, which the command would inherit).
-    const wrapper =
-      this.isolation === 'bubblewrap'
-        ? `${joinCgroups}; exec "$@"`
-        : `${joinCgroups}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
-    const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
-      stdio: [stdin, stdout, stderr, status],
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: procs.join(' ') },
-      detached: true,
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('exit', () => resolve());
-    });
-    closeSync(stdout);
-    closeSync(stderr);
-    closeSync(status);
-    if (typeof stdin === 'number') closeSync(stdin);
-    // Wait for the isolation to report the container's PID (or to fail at once).
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const text = existsSync(join(dir, 'status.json')) ? readFileSync(join(dir, 'status.json'), 'utf8') : '';
-      const pid = /"child-pid"\s*:\s*(\d+)/.exec(text);
-      if (pid) {
-        c.pid = Number(pid[1]);
-        c.pidStart = procStart(c.pid);
-        // Running means the container's command runs: as runc's start, return once it is exec'd.
-        while (!execedFromParent(c.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
-        break;
-      }
-      const err = readFileSync(join(dir, 'stderr'), 'utf8').slice(c.stderr.offset);
-      if (/^bwrap: /m.test(err) || Date.now() > deadline) {
-        await this.failStart(c, err.trim().split('\n').pop() || 'the container did not start');
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    const started = await spawnContainer(this.isolation, dir, launchArgv(this.isolation, spec), procs, stdin, c.stderr.offset);
+    if ('error' in started) await this.failStart(c, started.error);
+    c.pid = (started as { pid: number }).pid;
+    c.pidStart = (started as { pidStart?: string }).pidStart;
     // As containerd: the log file is there once the container has started, output or not.
     await touchLog(c.logPath);
     c.state = 'CONTAINER_RUNNING';
@@ -559,7 +402,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
-    const alive = () => this.running(c) && this.readExit(c) === undefined;
+    const alive = () => processRunning(c) && readExitCode(this.cdir(c.id)) === undefined;
     // Under proot the PID is the monitor shell's, the leader of the container's process group.
     const target = c.isolation === 'proot' ? -c.pid : c.pid;
     const signal = (sig: NodeJS.Signals) => {
@@ -590,7 +433,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     // The monitor records the exit code a moment after the process ends; then the container is
     // exited when this call returns (the grace the ticker gives is spent here).
     const recorded = Date.now() + 1000;
-    while (this.readExit(c) === undefined && Date.now() < recorded) await new Promise((r) => setTimeout(r, 10));
+    while (readExitCode(this.cdir(c.id)) === undefined && Date.now() < recorded) await new Promise((r) => setTimeout(r, 10));
     if (!alive()) this.goneAt.set(c.id, 0);
     this.tick();
   }
@@ -600,7 +443,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (!c) return; // idempotent
     if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
     this.closeStdin(c.id);
-    this.killLeftovers(c);
+    killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
     for (const m of c.launch?.mounts ?? []) {
       if (m.hostPath.startsWith(join(this.cdir(c.id), 'mounts'))) await run('umount', ['-l', m.hostPath]).catch(() => undefined);
@@ -672,36 +515,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     await touchLog(c.logPath);
   }
 
-  /**
-   * How to run a command in a running container: the argv and environment of its isolation, and
-   * the container's PID namespace held open (fd 3 of the command; the caller closes it once
-   * spawned), and why the command cannot run there, if it cannot.
-   */
-  prepareExec(id: string, cmd: string[]): { argv: string[]; env: Record<string, string>; pidns: number; missing?: string } {
-    const c = this.container(id);
-    if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) throw new FailedPreconditionError(`container ${c.id} is not running`);
-    if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
-    // A container started before exec kept its launch: its root, binds and the image's defaults.
-    const spec: LaunchSpec = c.launch ?? {
-      rootfs: join(this.cdir(c.id), 'rootfs'),
-      argv: [],
-      env: [['PATH', DEFAULT_PATH]],
-      cwd: c.config.working_dir || '/',
-      hostname: '',
-      mounts: criMounts(c.config),
-      statusFd: 3,
-      user: c.user,
-    };
-    // The container's PID namespace, held open for bubblewrap to join (and proof it still runs).
-    let pidns: number;
-    try {
-      pidns = openSync(`/proc/${c.pid}/ns/pid`, 'r');
-    } catch {
-      throw new FailedPreconditionError(`container ${c.id} is not running`);
-    }
-    const { argv, env } = execArgv(c.isolation ?? 'bubblewrap', spec, c.pid, cmd, 3);
-    const path = spec.env.find(([k]) => k === 'PATH')?.[1] ?? DEFAULT_PATH;
-    return { argv, env, pidns, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
+  /** How to run a command in a running container (src/procruntime/exec.ts). */
+  prepareExec(id: string, cmd: string[]): ExecPlan {
+    return execPlan(this.container(id), this.cdir(id), cmd);
   }
 
   /** What attach needs of a container: its output files, whether it runs, its stdin's write end. */
@@ -736,36 +552,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
-    const { argv, env, pidns } = this.prepareExec(id, cmd);
-    return new Promise<ExecSyncResponse>((resolve, reject) => {
-      // A group of its own: on timeout the whole group goes, nsenter's forked child included
-      // (killing nsenter alone would leave the command running and its pipes open).
-      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns], env, detached: true });
-      closeSync(pidns);
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      let timedOut = false;
-      child.stdout!.on('data', (b: Buffer) => out.push(b));
-      child.stderr!.on('data', (b: Buffer) => err.push(b));
-      const timer =
-        timeoutSeconds > 0
-          ? setTimeout(() => {
-              timedOut = true;
-              try {
-                process.kill(-child.pid!, 'SIGKILL');
-              } catch {
-                /* already gone */
-              }
-            }, timeoutSeconds * 1000)
-          : undefined;
-      child.on('close', (code, sig) => {
-        if (timer) clearTimeout(timer);
-        // As containerd: a command that outlives its timeout is an error, not an exit code.
-        if (timedOut) return reject(new DeadlineExceededError(`command ${JSON.stringify(cmd)} timed out after ${timeoutSeconds}s`));
-        resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exit_code: code ?? (sig ? 128 + (os.constants.signals[sig] ?? 9) : 1) } as unknown as ExecSyncResponse);
-      });
-      child.on('error', (e) => resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from(e.message), exit_code: 127 } as unknown as ExecSyncResponse));
-    });
+    return runExecSync(this.prepareExec(id, cmd), cmd, timeoutSeconds);
   }
 
   // Stats (src/procruntime/stats-service.ts)
@@ -790,55 +577,25 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return Promise.all(chosen.map((s) => this.statsService.sandboxStats(s)));
   }
 
-  // ImageService
+  // ImageService (src/procruntime/image-service.ts)
 
-  private imageView(img: StoredImage): Image {
-    // The image's USER, as CRI reports it: a numeric user is a uid, a named one a username.
-    const user = (img.config.User ?? '').split(':')[0] ?? '';
-    const numeric = /^\d+$/.test(user);
-    return {
-      id: img.id,
-      repo_tags: img.repoTags,
-      repo_digests: img.repoDigests,
-      size: String(img.size),
-      uid: numeric ? { value: user } : null,
-      username: numeric ? '' : user,
-      spec: null,
-      pinned: false,
-    } as unknown as Image;
+  listImages(): Promise<Image[]> {
+    return this.imageService.listImages();
   }
 
-  async listImages(): Promise<Image[]> {
-    return this.images.list().map((i) => this.imageView(i));
+  imageStatus(image: ImageSpec): Promise<ImageStatusResponse> {
+    return this.imageService.imageStatus(image);
   }
 
-  async imageStatus(image: ImageSpec): Promise<ImageStatusResponse> {
-    const img = this.images.find(image.image ?? '');
-    return { image: img ? this.imageView(img) : null, info: {} } as unknown as ImageStatusResponse;
+  pullImage(image: ImageSpec): Promise<string> {
+    return this.imageService.pullImage(image);
   }
 
-  async pullImage(image: ImageSpec): Promise<string> {
-    const img = await this.images.pull(image.image ?? '');
-    return img.id;
+  removeImage(image: ImageSpec): Promise<void> {
+    return this.imageService.removeImage(image);
   }
 
-  async removeImage(image: ImageSpec): Promise<void> {
-    const img = this.images.find(image.image ?? '');
-    if (img && [...this.containers.values()].some((c) => c.imageId === img.id)) {
-      throw new FailedPreconditionError(`image ${image.image} is in use by a container`);
-    }
-    await this.images.remove(image.image ?? '');
-  }
-
-  async imageFsInfo(): Promise<ImageFsInfoResponse> {
-    let inodes = '0';
-    try {
-      inodes = String(statfsSync(this.images.root).files - statfsSync(this.images.root).ffree);
-    } catch {
-      /* not supported */
-    }
-    const used = await this.images.usedBytes();
-    const usage = { timestamp: nowNs(), fs_id: { mountpoint: this.images.root }, used_bytes: { value: String(used) }, inodes_used: { value: inodes } };
-    return { image_filesystems: [usage], container_filesystems: [usage] } as unknown as ImageFsInfoResponse;
+  imageFsInfo(): Promise<ImageFsInfoResponse> {
+    return this.imageService.imageFsInfo();
   }
 }

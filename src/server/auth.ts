@@ -102,7 +102,7 @@ export class NodeAuth {
     private readonly cfg: NodeAuthConfig,
     private readonly nodeName: string,
     private readonly api: ReviewApi | undefined,
-    private readonly clock: Clock,
+    clock: Clock,
   ) {
     this.tokens = new TtlCache(clock);
     this.decisions = new TtlCache(clock);

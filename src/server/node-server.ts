@@ -95,10 +95,6 @@ export function route(path: string): Route | undefined {
   }
 }
 
-function isUpgrade(req: IncomingMessage): boolean {
-  return /upgrade/i.test(String(req.headers.connection ?? '')) && !!req.headers.upgrade;
-}
-
 export class NodeServer {
   private secure?: https.Server;
   private readonly plain: Server[] = [];

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { archiveNameFor, ImageStore, normalizeRef } from '../../../src/procruntime/image-store.js';
-import { ProcessRuntime } from '../../../src/procruntime/runtime.js';
+import { containerArgv } from '../../../src/procruntime/container-start.js';
 import { forward, rfc3339Nano } from '../../../src/procruntime/log-forwarder.js';
 
 const work = mkdtempSync(join(tmpdir(), 'nodelet-images-'));
@@ -90,10 +90,10 @@ test('pull finds <name>_<tag>.tar in the images directory; references normalise 
 
 test('argv: command replaces ENTRYPOINT, args replaces CMD', () => {
   const img = { id: 'x', repoTags: [], repoDigests: [], size: 0, layers: [], config: { Entrypoint: ['/entry'], Cmd: ['default'] } };
-  assert.deepEqual(ProcessRuntime.argv({}, img), ['/entry', 'default']);
-  assert.deepEqual(ProcessRuntime.argv({ args: ['x'] }, img), ['/entry', 'x']);
-  assert.deepEqual(ProcessRuntime.argv({ command: ['/bin/sh'] }, img), ['/bin/sh']);
-  assert.deepEqual(ProcessRuntime.argv({ command: ['/bin/sh'], args: ['-c', 'true'] }, img), ['/bin/sh', '-c', 'true']);
+  assert.deepEqual(containerArgv({}, img), ['/entry', 'default']);
+  assert.deepEqual(containerArgv({ args: ['x'] }, img), ['/entry', 'x']);
+  assert.deepEqual(containerArgv({ command: ['/bin/sh'] }, img), ['/bin/sh']);
+  assert.deepEqual(containerArgv({ command: ['/bin/sh'], args: ['-c', 'true'] }, img), ['/bin/sh', '-c', 'true']);
 });
 
 test('output is copied to the CRI log format, partial lines held, long lines split with P', () => {

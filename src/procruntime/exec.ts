@@ -1,0 +1,81 @@
+// Running a command in a process-runtime container (CRI ExecSync, and the plan Exec streams use):
+// the container's isolation entered again, in its PID namespace, with the root, binds and
+// environment it was started with.
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import type { ExecSyncResponse } from '../cri/types.js';
+import { criMounts, DEFAULT_PATH, missingExecutable } from './container-files.js';
+import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError } from './errors.js';
+import { execArgv, type LaunchSpec } from './isolation.js';
+import type { ContainerRecord } from './records.js';
+
+export interface ExecPlan {
+  argv: string[];
+  env: Record<string, string>;
+  /** The container's PID namespace, held open as fd 3 of the command; closed by whoever spawns it. */
+  pidns: number;
+  /** Why the command cannot run there, if it cannot. */
+  missing?: string;
+}
+
+export function execPlan(c: ContainerRecord, dir: string, cmd: string[]): ExecPlan {
+  if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) throw new FailedPreconditionError(`container ${c.id} is not running`);
+  if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
+  // A container started before exec kept its launch: its root, binds and the image's defaults.
+  const spec: LaunchSpec = c.launch ?? {
+    rootfs: join(dir, 'rootfs'),
+    argv: [],
+    env: [['PATH', DEFAULT_PATH]],
+    cwd: c.config.working_dir || '/',
+    hostname: '',
+    mounts: criMounts(c.config),
+    statusFd: 3,
+    user: c.user,
+  };
+  // Holding the namespace open is also the proof that the container still runs.
+  let pidns: number;
+  try {
+    pidns = openSync(`/proc/${c.pid}/ns/pid`, 'r');
+  } catch {
+    throw new FailedPreconditionError(`container ${c.id} is not running`);
+  }
+  const { argv, env } = execArgv(c.isolation ?? 'bubblewrap', spec, c.pid, cmd, 3);
+  const path = spec.env.find(([k]) => k === 'PATH')?.[1] ?? DEFAULT_PATH;
+  return { argv, env, pidns, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
+}
+
+/** Runs the plan to its end, its output collected; past the timeout, the command is killed and this fails. */
+export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+  const { argv, env, pidns } = plan;
+  return new Promise<ExecSyncResponse>((resolve, reject) => {
+    // A group of its own: on timeout the whole group goes, nsenter's forked child included
+    // (killing nsenter alone would leave the command running and its pipes open).
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns], env, detached: true });
+    closeSync(pidns);
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let timedOut = false;
+    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
+    const timer =
+      timeoutSeconds > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            try {
+              process.kill(-child.pid!, 'SIGKILL');
+            } catch {
+              /* already gone */
+            }
+          }, timeoutSeconds * 1000)
+        : undefined;
+    child.on('close', (code, sig) => {
+      if (timer) clearTimeout(timer);
+      // As containerd: a command that outlives its timeout is an error, not an exit code.
+      if (timedOut) return reject(new DeadlineExceededError(`command ${JSON.stringify(cmd)} timed out after ${timeoutSeconds}s`));
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exit_code: code ?? (sig ? 128 + (os.constants.signals[sig] ?? 9) : 1) } as unknown as ExecSyncResponse);
+    });
+    child.on('error', (e) => resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from(e.message), exit_code: 127 } as unknown as ExecSyncResponse));
+  });
+}

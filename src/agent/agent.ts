@@ -24,12 +24,12 @@ import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
 import { defaultGCPolicy, garbageCollect } from '../runtime/gc.js';
 import { killPodWithSyncResult } from '../runtime/kill.js';
-import { noProbeResults } from '../runtime/pod-actions.js';
 import { getPodStatus, getPods } from '../runtime/pod-status.js';
 import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { runningPodFromStatus } from '../runtime/types.js';
 import { ContainerLogManager } from '../logs/rotation.js';
+import { ProbeManager } from '../prober/manager.js';
 import { ServiceCache } from '../kube/service-cache.js';
 import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
@@ -69,6 +69,7 @@ export class Agent implements PodSyncer {
   private mirrors?: MirrorPodManager;
   private nodeApi?: NodeApi;
   private logRotation?: ContainerLogManager;
+  private probes!: ProbeManager;
   /** Services of the namespaces this node has pods in, for service-link variables. */
   private services?: ServiceCache;
   private deps!: RuntimeManagerDeps;
@@ -187,6 +188,20 @@ export class Agent implements PodSyncer {
       relistPeriodMs: opts.plegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
     });
+    this.probes = new ProbeManager({
+      clock: this.clock,
+      recorder: this.recorder,
+      metrics: this.metrics,
+      runInContainer: async (id, cmd, timeout) => {
+        const r = await this.cri.execSync(id, cmd, timeout);
+        return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exit_code };
+      },
+      podStatus: (uid) => this.statusManager.podStatus(uid),
+      // As the kubelet's sync loop: a liveness result matters when it fails; readiness and startup always (status).
+      onUpdate: (type, u) => {
+        if (type !== 'Liveness' || u.result === 'Failure') this.workers.wake(u.podUID);
+      },
+    });
     const version = await checkRuntimeVersion(this.cri);
     this.logger.info('container runtime initialized', { runtime: version.runtime_name, version: version.runtime_version, apiVersion: version.runtime_api_version });
     const workers = this.workers;
@@ -215,7 +230,7 @@ export class Agent implements PodSyncer {
         shouldPodContentBeRemoved: (uid) => !workers.isKnown(uid),
         shouldPodRuntimeBeRemoved: (uid) => workers.isPodTerminated(uid),
       },
-      probes: { liveness: noProbeResults, startup: noProbeResults },
+      probes: { liveness: this.probes.liveness, startup: this.probes.startup },
       configSource: this.volumes.objects,
       services: this.services,
       podLogRoot: this.config.podLogRoot,
@@ -298,6 +313,7 @@ export class Agent implements PodSyncer {
     await this.reflector?.stop();
     await this.pleg?.stop();
     await this.workers.stop();
+    this.probes?.cleanupPods(() => false);
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
     this.logRotation?.stop();
@@ -388,7 +404,7 @@ export class Agent implements PodSyncer {
     }
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const before = await getPodStatus(this.deps, uid, name, namespace);
-    const pre = generateAPIPodStatus({ pod, runtime: before, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now() });
+    const pre = generateAPIPodStatus({ pod, runtime: before, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes });
     if (pre.phase === 'Succeeded' || pre.phase === 'Failed') {
       this.statusManager.setPodStatus(pod, pre);
       return { terminal: true };
@@ -401,13 +417,15 @@ export class Agent implements PodSyncer {
       this.statusManager.setPodStatus(pod, pre);
       return { requeueAfterMs: VOLUME_RETRY_MS };
     }
+    // Its probes run from now on (workers already running keep going).
+    this.probes.addPod(pod);
     // As the kubelet: the pod's IPs are the API status's (a hostNetwork pod's are the node's,
     // which its sandbox does not report), for $(POD_IP), status.podIP env vars and /etc/hosts.
     const apiIPs = (pre.podIPs ?? []).map((p) => p.ip).filter(Boolean);
     const result = await syncPod(this.deps, pod, apiIPs.length ? { ...before, ips: apiIPs } : before);
     this.lastSync.set(uid, result);
     const after = await getPodStatus(this.deps, uid, name, namespace);
-    const status = generateAPIPodStatus({ pod, runtime: after, lastSync: result, nodeIP: this.deps.nodeIP, now: this.clock.now() });
+    const status = generateAPIPodStatus({ pod, runtime: after, lastSync: result, nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes });
     this.statusManager.setPodStatus(pod, status);
     this.observeStart(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return { terminal: true };
@@ -423,13 +441,16 @@ export class Agent implements PodSyncer {
     const uid = pod.metadata?.uid ?? '';
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const status = await getPodStatus(this.deps, uid, name, namespace);
+    this.probes.stopLivenessAndStartup(pod);
     const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status));
     const err = kill.error();
     if (err) throw err;
+    // Its containers have stopped: nothing left to probe.
+    this.probes.removePod(pod);
     const after = await getPodStatus(this.deps, uid, name, namespace);
     const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length) throw new Error(`containers still running after kill: ${stillRunning.join(', ')}`);
-    this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: after, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now() }));
+    this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: after, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes }));
   }
 
   async syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void> {
@@ -474,6 +495,7 @@ export class Agent implements PodSyncer {
     this.housekeepingRunning = true;
     try {
       this.services?.retain(this.pods().map((p) => p.metadata?.namespace ?? ''));
+      this.probes.cleanupPods((uid) => this.workers.isKnown(uid));
       const running = await getPods(this.deps, false);
       this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
       for (const p of running) {

@@ -6,6 +6,7 @@ const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 export class Metrics {
   readonly registry = new Registry();
+  readonly probesRegistry = new Registry();
 
   readonly startedPods = new Counter({ name: 'kubelet_started_pods_total', help: 'Pod sandboxes started', registers: [this.registry] });
   readonly startedPodsErrors = new Counter({
@@ -69,6 +70,20 @@ export class Metrics {
     help: 'Events not sent because of rate limits or API errors',
     labelNames: ['why'],
     registers: [this.registry],
+  });
+
+  /** The kubelet serves these two at /metrics/probes; nodelet there and at /metrics. */
+  readonly proberProbeTotal = new Counter({
+    name: 'prober_probe_total',
+    help: 'Cumulative number of a liveness, readiness or startup probe for a container by result.',
+    labelNames: ['probe_type', 'result', 'container', 'pod', 'namespace', 'pod_uid'],
+    registers: [this.registry, this.probesRegistry],
+  });
+  readonly proberProbeDuration = new Histogram({
+    name: 'prober_probe_duration_seconds',
+    help: 'Duration in seconds for a probe response.',
+    labelNames: ['probe_type', 'container', 'pod', 'namespace'],
+    registers: [this.registry, this.probesRegistry],
   });
 
   constructor(opts: { processMetrics?: boolean } = {}) {

@@ -31,9 +31,10 @@ export interface PodActions {
   containersToKill: Map<string, ContainerToKill>;
 }
 
-export type ProbeResult = 'Success' | 'Failure';
+/** Unknown: a startup probe that has not judged the container yet. */
+export type ProbeResult = 'Success' | 'Failure' | 'Unknown';
 
-/** Read side of the prober's results (liveness or startup), keyed by container ID. */
+/** Read side of the prober's results (liveness, readiness or startup), keyed by container ID. */
 export interface ProbeResults {
   get(containerID: string): ProbeResult | undefined;
 }

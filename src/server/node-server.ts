@@ -59,7 +59,7 @@ interface ContainerTarget extends PodTarget {
 }
 
 type Route =
-  | { kind: 'healthz' | 'pods' | 'configz' | 'metrics' | 'summary' | 'metricsResource' }
+  | { kind: 'healthz' | 'pods' | 'configz' | 'metrics' | 'summary' | 'metricsResource' | 'metricsProbes' }
   | ({ kind: 'logs' } & ContainerTarget)
   | ({ kind: 'exec' | 'attach' | 'run' } & ContainerTarget)
   | ({ kind: 'portForward' } & PodTarget);
@@ -75,6 +75,7 @@ export function route(path: string): Route | undefined {
       return rest.length === 0 ? { kind: head } : undefined;
     case 'metrics':
       if (rest.length === 0) return { kind: 'metrics' };
+      if (rest.length === 1 && rest[0] === 'probes') return { kind: 'metricsProbes' };
       return rest.length === 1 && rest[0] === 'resource' ? { kind: 'metricsResource' } : undefined;
     case 'stats':
       return rest.length === 1 && rest[0] === 'summary' ? { kind: 'summary' } : undefined;
@@ -122,7 +123,7 @@ export class NodeServer {
 
   /** A plain-HTTP port without authentication: 'healthz' serves /healthz, 'readonly' also /pods and /metrics. */
   async listenPlain(address: string, port: number, what: 'healthz' | 'readonly'): Promise<number> {
-    const allowed = what === 'healthz' ? ['healthz'] : ['healthz', 'pods', 'metrics', 'summary', 'metricsResource'];
+    const allowed = what === 'healthz' ? ['healthz'] : ['healthz', 'pods', 'metrics', 'summary', 'metricsResource', 'metricsProbes'];
     const server = http.createServer((req, res) => {
       const r = route(new URL(req.url ?? '/', 'http://node').pathname);
       if (!r || !allowed.includes(r.kind)) return void text(res, 404, '404 page not found\n');
@@ -199,9 +200,11 @@ export class NodeServer {
           return void json(res, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.host.pods() });
         case 'configz':
           return void json(res, this.host.configz());
-        case 'metrics': {
-          const body = await this.host.metrics.registry.metrics();
-          return void res.writeHead(200, { 'content-type': this.host.metrics.registry.contentType }).end(body);
+        case 'metrics':
+        case 'metricsProbes': {
+          const registry = r.kind === 'metrics' ? this.host.metrics.registry : this.host.metrics.probesRegistry;
+          const body = await registry.metrics();
+          return void res.writeHead(200, { 'content-type': registry.contentType }).end(body);
         }
         case 'summary':
           return void json(res, await buildSummary(this.host.stats, this.cpu));

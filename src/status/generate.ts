@@ -12,6 +12,8 @@ export interface GenerateInput {
   lastSync?: PodSyncResult;
   nodeIP: string;
   now: number;
+  /** The prober manager: sets each container's started and ready from its probes (without it, running is both). */
+  probes?: { updatePodStatus(pod: V1Pod, status: Pick<V1PodStatus, 'containerStatuses' | 'initContainerStatuses'>): void };
 }
 
 const iso = (ms: number) => new Date(ms);
@@ -155,20 +157,26 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
     if (spec?.restartPolicy !== 'Always' && st.state?.terminated?.exitCode === 0) st.ready = true;
   }
   const regularStatuses = containerStatuses(pod.spec?.containers ?? [], input, old.containerStatuses, hasInit ? 'PodInitializing' : 'ContainerCreating');
+  input.probes?.updatePodStatus(pod, { containerStatuses: regularStatuses, initContainerStatuses: initStatuses });
   let phase = podPhase(pod, initStatuses, regularStatuses);
   // A finished pod stays finished (the status manager refuses a terminal -> non-terminal change).
   if ((old.phase === 'Succeeded' || old.phase === 'Failed') && phase !== 'Succeeded' && phase !== 'Failed') phase = old.phase;
 
   const newest = runtime.sandboxStatuses[0];
   const sandboxReady = newest?.state === 'SANDBOX_READY' && (pod.spec?.hostNetwork === true || !!newest.network?.ip);
-  const notInitialized = initStatuses.filter((s) => !(s.state?.terminated && s.state.terminated.exitCode === 0)).map((s) => s.name);
-  const notReady = regularStatuses.filter((s) => !s.ready).map((s) => s.name);
-  const completed = phase === 'Succeeded';
-  const readyReason = completed ? 'PodCompleted' : 'ContainersNotReady';
+  // An init container is done when it exited 0; a sidecar, once it has started.
+  const sidecar = (name: string) => inits.find((c) => c.name === name)?.restartPolicy === 'Always';
+  const notInitialized = initStatuses.filter((s) => (sidecar(s.name) ? !s.started : !(s.state?.terminated && s.state.terminated.exitCode === 0))).map((s) => s.name);
+  // Sidecars count for readiness as app containers do.
+  const sidecars = initStatuses.filter((st) => sidecar(st.name));
+  const notReady = [...sidecars, ...regularStatuses].filter((s) => !s.ready).map((s) => s.name);
+  // A terminal pod is not ready, whatever its containers say, with the phase as the reason.
+  const completed = phase === 'Succeeded' || phase === 'Failed';
+  const readyReason = phase === 'Succeeded' ? 'PodCompleted' : phase === 'Failed' ? 'PodFailed' : 'ContainersNotReady';
   const readyMessage = completed ? undefined : `containers with unready status: [${notReady.join(' ')}]`;
   const conditions: V1PodCondition[] = [
     condition('PodReadyToStartContainers', sandboxReady, now, old.conditions),
-    condition('Initialized', notInitialized.length === 0 || completed, now, old.conditions, 'ContainersNotInitialized', `containers with incomplete status: [${notInitialized.join(' ')}]`),
+    condition('Initialized', notInitialized.length === 0 || phase === 'Succeeded', now, old.conditions, 'ContainersNotInitialized', `containers with incomplete status: [${notInitialized.join(' ')}]`),
     condition('Ready', notReady.length === 0 && !completed, now, old.conditions, readyReason, readyMessage),
     condition('ContainersReady', notReady.length === 0 && !completed, now, old.conditions, readyReason, readyMessage),
   ];

@@ -14,8 +14,8 @@ export interface HttpProbeRequest {
   headers: Array<[string, string]>;
 }
 
-/** The request an httpGet action makes against a container of a pod at podIP. */
-export function httpGetRequest(action: V1HTTPGetAction, container: V1Container, podIP: string): HttpProbeRequest {
+/** The request an httpGet action makes against a container of a pod at podIP (a probe's, or a hook's). */
+export function httpGetRequest(action: V1HTTPGetAction, container: V1Container, podIP: string, userAgent = PROBE_USER_AGENT): HttpProbeRequest {
   const scheme = (action.scheme ?? 'HTTP').toLowerCase() || 'http';
   const host = action.host || podIP;
   const port = resolveContainerPort(action.port, container);
@@ -28,13 +28,13 @@ export function httpGetRequest(action: V1HTTPGetAction, container: V1Container, 
     if (q >= 0) url.search = path.slice(q);
   }
   const headers: Array<[string, string]> = (action.httpHeaders ?? []).map((h) => [h.name, h.value]);
-  return { url, headers: withDefaultHeaders(headers) };
+  return { url, headers: withDefaultHeaders(headers, userAgent) };
 }
 
-function withDefaultHeaders(given: Array<[string, string]>): Array<[string, string]> {
+function withDefaultHeaders(given: Array<[string, string]>, userAgent: string): Array<[string, string]> {
   const has = (name: string) => given.some(([k]) => k.toLowerCase() === name);
   let headers = [...given];
-  if (!has('user-agent')) headers.push(['User-Agent', PROBE_USER_AGENT]);
+  if (!has('user-agent')) headers.push(['User-Agent', userAgent]);
   if (!has('accept')) headers.push(['Accept', '*/*']);
   // An Accept header given empty means none at all.
   else if (headers.filter(([k]) => k.toLowerCase() === 'accept').every(([, v]) => v === '')) headers = headers.filter(([k]) => k.toLowerCase() !== 'accept');
@@ -52,7 +52,7 @@ interface Response {
   body: string;
 }
 
-function once(req: HttpProbeRequest, url: URL, deadline: number): Promise<Response> {
+function once(req: HttpProbeRequest, url: URL, deadline: number, signal?: AbortSignal): Promise<Response> {
   const lib = url.protocol === 'https:' ? https : http;
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of req.headers) {
@@ -64,7 +64,7 @@ function once(req: HttpProbeRequest, url: URL, deadline: number): Promise<Respon
   return new Promise((resolve, reject) => {
     const r = lib.request(
       url,
-      { method: 'GET', headers, agent: false, rejectUnauthorized: false },
+      { method: 'GET', headers, agent: false, rejectUnauthorized: false, signal },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -84,13 +84,13 @@ function once(req: HttpProbeRequest, url: URL, deadline: number): Promise<Respon
   });
 }
 
-export async function httpProbe(req: HttpProbeRequest, timeoutMs: number): Promise<Attempt> {
+export async function httpProbe(req: HttpProbeRequest, timeoutMs: number, signal?: AbortSignal): Promise<Attempt> {
   const deadline = Date.now() + timeoutMs;
   let url = req.url;
   for (let redirects = 0; ; redirects++) {
     let res: Response;
     try {
-      res = await once(req, url, deadline);
+      res = await once(req, url, deadline, signal);
     } catch (err) {
       return { result: 'failure', output: `Get "${goURL(url)}": ${(err as Error).message}` };
     }

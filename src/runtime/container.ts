@@ -23,6 +23,7 @@ import { linuxContainerResources } from './resources.js';
 import { podHostname, podSupplementalGroups } from './sandbox.js';
 import { servicesForPod, serviceEnvVars } from './service-env.js';
 import { readTerminationMessage } from './termination-message.js';
+import { runPostStartHook, runPreStopHook } from './hooks.js';
 import { makeMounts } from '../volumes/container-mounts.js';
 import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
 
@@ -271,18 +272,43 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     throw new SyncError(Reasons.RunContainer, (err as Error).message, { cause: err });
   }
   deps.recorder.event(ref, 'Normal', EventReasons.StartedContainer, `Started container ${container.name}`);
+
+  const hookFailure = await runPostStartHook(deps, pod, container, containerID, input.podIPs);
+  if (hookFailure !== undefined) {
+    try {
+      await killContainer(deps, pod, containerID, container.name, 'FailedPostStartHook', 'FailedPostStartHook');
+    } catch (err) {
+      deps.logger.warn('failed to kill a container whose postStart hook failed', { ...podFields(pod), container: container.name, error: (err as Error).message });
+    }
+    throw new SyncError(Reasons.PostStartHook, hookFailure);
+  }
 }
 
-/** The grace period of a kill: override > deletionGracePeriodSeconds > terminationGracePeriodSeconds, at least 2 s unless overridden. */
-export function killGracePeriod(pod: V1Pod | undefined, annotated: { podDeletionGracePeriod?: number; podTerminationGracePeriod?: number }, override?: number): number {
-  let grace = MINIMUM_GRACE_PERIOD_SECONDS;
+/**
+ * The grace period of a kill, before its preStop hook takes its share: override >
+ * deletionGracePeriodSeconds > the failed probe's own terminationGracePeriodSeconds >
+ * terminationGracePeriodSeconds > 2 s (the stop itself always gets at least 2 s).
+ */
+export function killGracePeriod(
+  pod: V1Pod | undefined,
+  annotated: { podDeletionGracePeriod?: number; podTerminationGracePeriod?: number },
+  override?: number,
+  spec?: V1Container,
+  reason: ContainerKillReason = '',
+): number {
+  if (override != null) return override;
   const deletion = pod?.metadata?.deletionGracePeriodSeconds ?? (pod ? undefined : annotated.podDeletionGracePeriod);
   const termination = pod?.spec?.terminationGracePeriodSeconds ?? (pod ? undefined : annotated.podTerminationGracePeriod);
-  if (deletion != null) grace = deletion;
-  else if (termination != null) grace = termination;
-  if (grace < MINIMUM_GRACE_PERIOD_SECONDS) grace = MINIMUM_GRACE_PERIOD_SECONDS;
-  if (override != null) grace = override;
-  return grace;
+  if (deletion != null) return deletion;
+  if (termination != null) {
+    const probe = reason === 'LivenessProbe' ? spec?.livenessProbe : reason === 'StartupProbe' ? spec?.startupProbe : undefined;
+    return probe?.terminationGracePeriodSeconds ?? termination;
+  }
+  return MINIMUM_GRACE_PERIOD_SECONDS;
+}
+
+function containerSpec(pod: V1Pod, name: string): V1Container | undefined {
+  return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...((pod.spec?.ephemeralContainers ?? []) as V1Container[])].find((c) => c.name === name);
 }
 
 /**
@@ -312,9 +338,14 @@ export async function killContainer(
       throw err;
     }
   }
-  const grace = killGracePeriod(pod, annotated, gracePeriodOverride);
+  const spec = pod ? containerSpec(pod, containerName) : undefined;
+  let grace = killGracePeriod(pod, annotated, gracePeriodOverride, spec, reason);
   const msg = message || `Stopping container ${containerName}`;
   if (eventPod) deps.recorder.event(containerRef(eventPod, containerName), 'Normal', EventReasons.KillingContainer, msg);
+  const preStop = spec ? spec.lifecycle?.preStop : annotated.preStop;
+  if (preStop && grace > 0 && eventPod) grace -= await runPreStopHook(deps, eventPod, spec ?? { name: containerName }, preStop, containerID, grace);
+  // Whatever the hook left, the container gets a moment to stop.
+  if (grace < MINIMUM_GRACE_PERIOD_SECONDS) grace = MINIMUM_GRACE_PERIOD_SECONDS;
   deps.logger.info('killing container', { ...(eventPod ? podFields(eventPod) : {}), container: containerName, containerID, gracePeriod: grace, reason: reason || undefined });
   try {
     await deps.runtime.stopContainer(containerID, grace);

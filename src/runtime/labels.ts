@@ -1,6 +1,6 @@
 // Labels and annotations are the runtime manager's memory: everything needed to rebuild its view
 // after a restart is written on the sandbox and the container (the kubelet's keys), and read back here.
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
 import { hashContainer } from './hash.js';
 
 export const PodNameLabel = 'io.kubernetes.pod.name';
@@ -17,6 +17,8 @@ export const TerminationMessagePolicyAnnotation = 'io.kubernetes.container.termi
 export const PodDeletionGracePeriodAnnotation = 'io.kubernetes.pod.deletionGracePeriod';
 export const PodTerminationGracePeriodAnnotation = 'io.kubernetes.pod.terminationGracePeriod';
 export const ContainerPortsAnnotation = 'io.kubernetes.container.ports';
+/** The preStop hook, so that a container whose pod is gone still gets it when killed. */
+export const ContainerPreStopHandlerAnnotation = 'io.kubernetes.container.preStopHandler';
 /** Whether the container was started as an init container (the kubelet infers it from the spec; a restarted agent may not have it). */
 export const ContainerTypeAnnotation = 'io.kubernetes.container.type';
 
@@ -57,6 +59,7 @@ export function newContainerAnnotations(container: V1Container, pod: V1Pod, rest
   if (pod.metadata?.deletionGracePeriodSeconds != null) a[PodDeletionGracePeriodAnnotation] = String(pod.metadata.deletionGracePeriodSeconds);
   if (pod.spec?.terminationGracePeriodSeconds != null) a[PodTerminationGracePeriodAnnotation] = String(pod.spec.terminationGracePeriodSeconds);
   if (container.ports?.length) a[ContainerPortsAnnotation] = JSON.stringify(container.ports);
+  if (container.lifecycle?.preStop) a[ContainerPreStopHandlerAnnotation] = JSON.stringify(container.lifecycle.preStop);
   return a;
 }
 
@@ -85,6 +88,16 @@ export interface AnnotatedContainerInfo {
   terminationMessagePath: string;
   terminationMessagePolicy: string;
   type?: ContainerType;
+  preStop?: V1LifecycleHandler;
+}
+
+function parseJSON<T>(v: string | undefined): T | undefined {
+  if (!v) return undefined;
+  try {
+    return JSON.parse(v) as T;
+  } catch {
+    return undefined;
+  }
 }
 
 function intAnnotation(a: Record<string, string>, key: string): number | undefined {
@@ -105,5 +118,6 @@ export function getContainerInfoFromAnnotations(annotations: Record<string, stri
     terminationMessagePath: a[TerminationMessagePathAnnotation] ?? '',
     terminationMessagePolicy: a[TerminationMessagePolicyAnnotation] ?? '',
     type: type === 'init' || type === 'regular' ? type : undefined,
+    preStop: parseJSON<V1LifecycleHandler>(a[ContainerPreStopHandlerAnnotation]),
   };
 }

@@ -5,7 +5,7 @@ import type { PodSandboxStatus } from '../cri/types.js';
 import { hashContainer } from './hash.js';
 import { findContainerStatusByName, type ContainerStatus, type PodStatus } from './types.js';
 
-export type ContainerKillReason = 'StartupProbe' | 'LivenessProbe' | 'Unknown' | '';
+export type ContainerKillReason = 'StartupProbe' | 'LivenessProbe' | 'FailedPostStartHook' | 'Unknown' | '';
 
 export interface ContainerToKill {
   container: V1Container;

@@ -100,18 +100,28 @@ test('crash-loop back-off: immediate first restart, then 10 s, 20 s, 40 s, with 
   assert.ok(recorder.reasons().filter((r) => r === 'BackOff').length >= 3);
 });
 
-test('killContainer grace period: override > deletionGracePeriodSeconds > terminationGracePeriodSeconds, at least 2 s', () => {
-  const withGrace = (termination?: number, deletion?: number): V1Pod => ({
+test('killContainer grace period: override > deletionGracePeriodSeconds > a failed probe\'s own > terminationGracePeriodSeconds; the stop gets at least 2 s', async () => {
+  const withGrace = (termination?: number, deletion?: number, probeGrace?: number): V1Pod => ({
     metadata: { deletionGracePeriodSeconds: deletion },
-    spec: { containers: [], terminationGracePeriodSeconds: termination },
+    spec: { containers: [{ name: 'c', livenessProbe: { exec: { command: ['x'] }, terminationGracePeriodSeconds: probeGrace } }], terminationGracePeriodSeconds: termination },
   });
   assert.equal(killGracePeriod(withGrace(30), {}), 30);
   assert.equal(killGracePeriod(withGrace(30, 5), {}), 5);
-  assert.equal(killGracePeriod(withGrace(30, 5), {}, 1), 1, 'an override wins, even below the minimum');
-  assert.equal(killGracePeriod(withGrace(0), {}), 2, 'the minimum applies');
+  assert.equal(killGracePeriod(withGrace(30, 5), {}, 1), 1, 'an override wins');
+  assert.equal(killGracePeriod(withGrace(0), {}), 0, 'no time for a preStop hook');
   assert.equal(killGracePeriod(withGrace(), {}), 2);
+  const p = withGrace(30, undefined, 7);
+  assert.equal(killGracePeriod(p, {}, undefined, p.spec!.containers[0], 'LivenessProbe'), 7, 'the liveness probe\'s own grace period');
+  assert.equal(killGracePeriod(p, {}, undefined, p.spec!.containers[0], ''), 30);
   assert.equal(killGracePeriod(undefined, { podTerminationGracePeriod: 12 }), 12, 'a pod the agent lost is read from annotations');
   assert.equal(killGracePeriod(undefined, { podTerminationGracePeriod: 12, podDeletionGracePeriod: 3 }), 3);
+  // And what the runtime is told: never less than 2 s.
+  const { deps, runtime } = fakeDeps();
+  const zero = pod({ terminationGracePeriodSeconds: 0 });
+  await syncPod(deps, zero, await status(deps, zero));
+  const id = runtime.running()[0]!.id;
+  await killContainer(deps, zero, id, 'c', '', 'Unknown');
+  assert.equal(runtime.stopTimeouts.get(id), 2);
 });
 
 test('killContainer of a container whose pod is unknown reads its grace period from the annotations', async () => {

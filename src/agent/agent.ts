@@ -394,10 +394,32 @@ export class Agent implements PodSyncer {
 
   // PodSyncer
 
+  /**
+   * The kubelet's active deadline handler: a pod that has been active longer than its
+   * activeDeadlineSeconds is ended (Failed, DeadlineExceeded); else how long it has left.
+   */
+  private activeDeadline(pod: V1Pod): { exceeded?: { reason: string; message: string }; remainingMs?: number } {
+    const seconds = pod.spec?.activeDeadlineSeconds;
+    if (seconds == null) return {};
+    const start = this.statusManager.podStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
+    if (!start) return {};
+    const remainingMs = new Date(start).getTime() + seconds * 1000 - this.clock.now();
+    if (remainingMs > 0) return { remainingMs };
+    return { exceeded: { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' } };
+  }
+
   async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {
     const uid = pod.metadata?.uid ?? '';
     // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
+    const deadline = this.activeDeadline(pod);
+    if (deadline.exceeded) {
+      this.recorder.event(podRef(pod), 'Normal', deadline.exceeded.reason, deadline.exceeded.message);
+      const { name = '', namespace = '' } = pod.metadata ?? {};
+      const now = await getPodStatus(this.deps, uid, name, namespace);
+      this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, evict: deadline.exceeded }));
+      return { terminal: true };
+    }
     if (this.mirrors && isStaticPod(pod)) {
       // Best effort: a static pod runs whether or not its mirror could be made.
       await this.mirrors.ensure(pod).catch((err) => this.logger.warn('mirror pod not created', { ...podFields(pod), error: (err as Error).message }));
@@ -434,6 +456,8 @@ export class Agent implements PodSyncer {
     if (result.syncError || failed.some((r) => !isBackOffReason(String(r.reason)))) throw result.error();
     // Only back-offs: come back when the first of them ends (PLEG wakes us sooner on any change).
     const waits = failed.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
+    // A pod with an active deadline is synced again when it passes.
+    if (deadline.remainingMs !== undefined) waits.push(deadline.remainingMs);
     return waits.length ? { requeueAfterMs: Math.min(...waits) + 50 } : {};
   }
 
@@ -450,7 +474,9 @@ export class Agent implements PodSyncer {
     const after = await getPodStatus(this.deps, uid, name, namespace);
     const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length) throw new Error(`containers still running after kill: ${stillRunning.join(', ')}`);
-    this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: after, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes }));
+    // Stopped for good: the final phase (Succeeded or Failed, whatever the restart policy).
+    const evict = this.activeDeadline(pod).exceeded;
+    this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: after, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, podIsTerminal: true, evict }));
   }
 
   async syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void> {
@@ -471,6 +497,8 @@ export class Agent implements PodSyncer {
       return;
     }
     if (!pod.metadata?.deletionTimestamp || !this.kube || isStaticPod(pod)) return;
+    // As the kubelet's status manager: the API object goes only once its final status is written.
+    if (!(await this.statusManager.waitSynced(uid, 5000))) throw new Error('the final pod status is not written yet: the pod is deleted once it is');
     try {
       await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', uid);
       this.logger.info('pod deleted from the API server', podFields(pod));

@@ -24,6 +24,7 @@ import { podHostname, podSupplementalGroups } from './sandbox.js';
 import { servicesForPod, serviceEnvVars } from './service-env.js';
 import { readTerminationMessage } from './termination-message.js';
 import { runPostStartHook, runPreStopHook } from './hooks.js';
+import type { TerminationOrdering } from './termination-ordering.js';
 import { makeMounts } from '../volumes/container-mounts.js';
 import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
 
@@ -324,6 +325,7 @@ export async function killContainer(
   message: string,
   reason: ContainerKillReason,
   gracePeriodOverride?: number,
+  ordering?: TerminationOrdering,
 ): Promise<void> {
   let annotated: ReturnType<typeof getContainerInfoFromAnnotations> = { hash: '', restartCount: 0, terminationMessagePath: '', terminationMessagePolicy: '' };
   let eventPod = pod;
@@ -344,6 +346,7 @@ export async function killContainer(
   if (eventPod) deps.recorder.event(containerRef(eventPod, containerName), 'Normal', EventReasons.KillingContainer, msg);
   const preStop = spec ? spec.lifecycle?.preStop : annotated.preStop;
   if (preStop && grace > 0 && eventPod) grace -= await runPreStopHook(deps, eventPod, spec ?? { name: containerName }, preStop, containerID, grace);
+  if (ordering && grace > 0) grace -= Math.floor(await ordering.waitForTurn(containerName, grace, deps.clock));
   // Whatever the hook left, the container gets a moment to stop.
   if (grace < MINIMUM_GRACE_PERIOD_SECONDS) grace = MINIMUM_GRACE_PERIOD_SECONDS;
   deps.logger.info('killing container', { ...(eventPod ? podFields(eventPod) : {}), container: containerName, containerID, gracePeriod: grace, reason: reason || undefined });
@@ -352,6 +355,7 @@ export async function killContainer(
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }
+  ordering?.containerTerminated(containerName);
 }
 
 /** Removes a dead container and its log file. */

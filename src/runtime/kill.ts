@@ -1,4 +1,5 @@
-// Killing a pod: every running container in parallel, then every sandbox of the pod.
+// Killing a pod: every running container in parallel (sidecars' stop signals after the app's),
+// then every sandbox of the pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import { isNotFound } from '../cri/errors.js';
 import { podFields } from '../observability/logger.js';
@@ -6,16 +7,19 @@ import { killContainer } from './container.js';
 import type { RuntimeManagerDeps } from './deps.js';
 import { Reasons } from './errors.js';
 import { PodSyncResult, SyncResult } from './sync-result.js';
+import { hasRestartableInitContainer, TerminationOrdering } from './termination-ordering.js';
 import type { RunningPod } from './types.js';
 
 /** Kills a running pod. `pod` may be undefined (an agent restarted and the pod is gone from the API). */
 export async function killPodWithSyncResult(deps: RuntimeManagerDeps, pod: V1Pod | undefined, running: RunningPod, gracePeriodOverride?: number): Promise<PodSyncResult> {
   const result = new PodSyncResult();
+  // With sidecars: they stop after the app containers, the last one first.
+  const ordering = pod && hasRestartableInitContainer(pod) ? new TerminationOrdering(pod, running.containers.map((c) => c.name)) : undefined;
   const killed = await Promise.all(
     running.containers.map(async (c) => {
       const r = new SyncResult('KillContainer', c.name);
       try {
-        await killContainer(deps, pod, c.id.id, c.name, '', 'Unknown', gracePeriodOverride);
+        await killContainer(deps, pod, c.id.id, c.name, '', 'Unknown', gracePeriodOverride, ordering);
       } catch (err) {
         r.fail(Reasons.KillContainer, (err as Error).message);
         deps.logger.error('kill container failed', { pod: `${running.namespace}/${running.name}`, uid: running.uid, container: c.name, error: (err as Error).message });

@@ -24,7 +24,8 @@ export interface PodActions {
   sandboxID: string;
   /** Attempt number of the sandbox to create. */
   attempt: number;
-  nextInitContainerToStart?: V1Container;
+  /** Indexes into pod.spec.initContainers, in start order: the next init container, and sidecars to (re)start. */
+  initContainersToStart: number[];
   /** Indexes into pod.spec.containers. */
   containersToStart: number[];
   /** Keyed by container ID. */
@@ -44,6 +45,27 @@ export const noProbeResults: ProbeResults = { get: () => undefined };
 export interface ProbeInputs {
   liveness: ProbeResults;
   startup: ProbeResults;
+}
+
+/** An init container with restartPolicy Always: a sidecar, which keeps running beside the app. */
+export function isRestartableInitContainer(c: V1Container): boolean {
+  return c.restartPolicy === 'Always';
+}
+
+function createdMs(ns: string | undefined): number {
+  return ns ? Number(BigInt(ns) / 1_000_000n) : 0;
+}
+
+/** The container instances of the pod's newest sandbox (the kubelet's ActiveContainerStatuses). */
+export function activeContainerStatuses(status: PodStatus): ContainerStatus[] {
+  const newest = status.sandboxStatuses[0];
+  if (!newest) return [];
+  const since = createdMs(String(newest.created_at ?? '0'));
+  return status.containerStatuses.filter((c) => c.createdAt >= since);
+}
+
+function findActive(status: PodStatus, name: string): ContainerStatus | undefined {
+  return activeContainerStatuses(status).find((c) => c.name === name);
 }
 
 export function isHostNetworkPod(pod: V1Pod): boolean {
@@ -88,37 +110,6 @@ export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, s
   return true;
 }
 
-export interface NextInitContainer {
-  /** Status of the last failed init container, if one failed. */
-  lastStatus?: ContainerStatus;
-  next?: V1Container;
-  done: boolean;
-}
-
-/** Where initialisation stands: the next init container to run, or done. */
-export function findNextInitContainerToRun(pod: V1Pod, status: PodStatus): NextInitContainer {
-  const inits = pod.spec?.initContainers ?? [];
-  if (inits.length === 0) return { done: true };
-  // A running app container means initialisation finished earlier.
-  for (const c of pod.spec?.containers ?? []) {
-    if (findContainerStatusByName(status, c.name)?.state === 'running') return { done: true };
-  }
-  for (let i = inits.length - 1; i >= 0; i--) {
-    const s = findContainerStatusByName(status, inits[i]!.name);
-    if (s && isInitContainerFailed(s)) return { lastStatus: s, next: inits[i], done: false };
-  }
-  for (let i = inits.length - 1; i >= 0; i--) {
-    const s = findContainerStatusByName(status, inits[i]!.name);
-    if (!s) continue;
-    if (s.state === 'running') return { done: false };
-    if (s.state === 'exited') {
-      if (i === inits.length - 1) return { done: true };
-      return { next: inits[i + 1], done: false };
-    }
-  }
-  return { next: inits[0], done: false };
-}
-
 export interface SandboxChange {
   changed: boolean;
   attempt: number;
@@ -158,6 +149,7 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
     createSandbox: sandbox.changed,
     sandboxID: sandbox.sandboxID,
     attempt: sandbox.attempt,
+    initContainersToStart: [],
     containersToStart: [],
     containersToKill: new Map(),
   };
@@ -176,41 +168,21 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
       if (restartPolicy(pod) === 'OnFailure' && containerSucceeded(c, status)) return;
       toStart.push(idx);
     });
-    if (toStart.length === 0 && findNextInitContainerToRun(pod, status).done) {
+    if (toStart.length === 0 && hasAnyRegularContainerCreated(pod, status)) {
       // Initialised and nothing left to run: no sandbox for a finished pod.
       actions.createSandbox = false;
       return actions;
     }
     if (inits.length !== 0) {
-      actions.nextInitContainerToStart = inits[0];
+      actions.initContainersToStart = [0];
       return actions;
     }
     actions.containersToStart = toStart;
     return actions;
   }
 
-  const init = findNextInitContainerToRun(pod, status);
-  if (!init.done) {
-    if (init.next) {
-      const initFailed = init.lastStatus !== undefined && isInitContainerFailed(init.lastStatus);
-      if (initFailed && !shouldRestartOnFailure(pod)) {
-        actions.killPod = true;
-      } else {
-        // An init container in an unknown state may still run: kill it before starting it again.
-        if (init.lastStatus?.state === 'unknown') {
-          actions.containersToKill.set(init.lastStatus.id.id, {
-            name: init.next.name,
-            container: init.next,
-            message: `Init container is in "${init.lastStatus.state}" state, try killing it before restart`,
-            reason: 'Unknown',
-          });
-        }
-        actions.nextInitContainerToStart = init.next;
-      }
-    }
-    // Initialisation failed or is in progress: app containers wait.
-    return actions;
-  }
+  const initialized = computeInitContainerActions(pod, status, probes, actions);
+  if (actions.killPod || !initialized) return actions;
 
   let keepCount = 0;
   containers.forEach((container, idx) => {
@@ -254,6 +226,105 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
     actions.containersToKill.set(cs.id.id, { name: cs.name, container, message, reason });
   });
 
-  if (keepCount === 0 && actions.containersToStart.length === 0) actions.killPod = true;
+  if (keepCount === 0 && actions.containersToStart.length === 0) {
+    actions.killPod = true;
+    actions.initContainersToStart = [];
+  }
   return actions;
+}
+
+function hasAnyRegularContainerCreated(pod: V1Pod, status: PodStatus): boolean {
+  return (pod.spec?.containers ?? []).some((c) => {
+    const s = findContainerStatusByName(status, c.name);
+    return s !== undefined && s.state !== 'unknown';
+  });
+}
+
+/**
+ * The kubelet's computeInitContainerActions: walking the init containers from the last, the next
+ * one to start once the one before it completed (or, for a sidecar, started), and the sidecars to
+ * start again (exited, failed probes, changed spec). Whether the pod is initialised (its app
+ * containers may run). A failed init container under restartPolicy Never kills the pod.
+ */
+export function computeInitContainerActions(pod: V1Pod, status: PodStatus, probes: ProbeInputs, actions: PodActions): boolean {
+  const inits = pod.spec?.initContainers ?? [];
+  if (inits.length === 0) return true;
+  // An app container of the current sandbox means initialisation ended earlier.
+  let initialized = (pod.spec?.containers ?? []).some((c) => findActive(status, c.name) !== undefined);
+  let previouslyInitialized = initialized;
+  const restartOnFailure = shouldRestartOnFailure(pod);
+  const toStart: number[] = [];
+  const kill = (s: ContainerStatus, c: V1Container, message: string, reason: ContainerKillReason) => actions.containersToKill.set(s.id.id, { name: c.name, container: c, message, reason });
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const c = inits[i]!;
+    const sidecar = isRestartableInitContainer(c);
+    const s = findActive(status, c.name);
+    if (!s) {
+      // Initialised before, and its instance is gone: a sidecar is started again.
+      if (previouslyInitialized && sidecar) toStart.push(i);
+      continue;
+    }
+    if (previouslyInitialized && !sidecar) continue; // done; only sidecars are kept running
+    switch (s.state) {
+      case 'created':
+        // Created but never started (the runtime failed to start it): start it again.
+        toStart.push(i);
+        break;
+      case 'running': {
+        if (!sidecar) break;
+        if (c.startupProbe) {
+          const startup = probes.startup.get(s.id.id);
+          if (startup !== 'Success') {
+            if (startup === 'Failure') {
+              kill(s, c, `Init container ${c.name} failed startup probe`, 'StartupProbe');
+              toStart.push(i);
+            }
+            break; // not started yet: the next one waits
+          }
+        }
+        if (i === inits.length - 1) initialized = true;
+        else if (!previouslyInitialized) toStart.push(i + 1);
+        if (containerChanged(c, s)) {
+          kill(s, c, `Init container ${c.name} definition changed`, '');
+          toStart.push(i);
+          break;
+        }
+        if (c.livenessProbe && probes.liveness.get(s.id.id) === 'Failure') {
+          kill(s, c, `Init container ${c.name} failed liveness probe`, 'LivenessProbe');
+          toStart.push(i);
+        }
+        break;
+      }
+      case 'exited':
+        if (sidecar) {
+          toStart.push(i);
+        } else if (isInitContainerFailed(s)) {
+          if (!restartOnFailure) {
+            actions.killPod = true;
+            actions.initContainersToStart = [];
+            return false;
+          }
+          toStart.push(i);
+        } else if (i === inits.length - 1) {
+          initialized = true;
+        } else {
+          toStart.push(i + 1);
+        }
+        break;
+      default:
+        // Unknown: it may still run; kill it before it is started again.
+        if (!sidecar && !restartOnFailure) {
+          actions.killPod = true;
+          actions.initContainersToStart = [];
+          return false;
+        }
+        kill(s, c, `Init container is in "${s.state}" state, try killing it before restart`, 'Unknown');
+        toStart.push(i);
+    }
+    // Everything before this one has run (or runs).
+    if (!previouslyInitialized) previouslyInitialized = true;
+  }
+  if (!previouslyInitialized) toStart.push(0);
+  actions.initContainersToStart = toStart.reverse();
+  return initialized;
 }

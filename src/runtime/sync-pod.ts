@@ -3,7 +3,7 @@
 //   2. kill the pod if the sandbox changed (or nothing is left to keep)
 //   3. otherwise kill the containers that must not stay
 //   4. create a new sandbox if needed
-//   5. start the next init container
+//   5. start the next init container, and sidecars that must run again
 //   6. start the app containers
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerRef, EventReasons, podRef } from '../kube/object-ref.js';
@@ -15,7 +15,7 @@ import { Reasons, SyncError } from './errors.js';
 import { hashContainer } from './hash.js';
 import type { ContainerType } from './labels.js';
 import { killPodWithSyncResult } from './kill.js';
-import { computePodActions, isHostNetworkPod } from './pod-actions.js';
+import { computePodActions, isHostNetworkPod, isRestartableInitContainer } from './pod-actions.js';
 import { createPodSandbox, determinePodSandboxIPs, generatePodSandboxConfig } from './sandbox.js';
 import { PodSyncResult, SyncResult } from './sync-result.js';
 import { runningPodFromStatus, type PodStatus } from './types.js';
@@ -49,7 +49,7 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     killPod: actions.killPod,
     createSandbox: actions.createSandbox,
     attempt: actions.attempt,
-    nextInit: actions.nextInitContainerToStart?.name,
+    initStart: actions.initContainersToStart.map((i) => pod.spec!.initContainers![i]!.name),
     start: actions.containersToStart.map((i) => pod.spec!.containers[i]!.name),
     kill: [...actions.containersToKill.values()].map((k) => k.name),
   });
@@ -146,9 +146,10 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     }
   };
 
-  // Step 5
-  if (actions.nextInitContainerToStart) {
-    if (!(await start(actions.nextInitContainerToStart, 'init'))) return result;
+  // Step 5: init containers in order; a sidecar that fails to start does not hold the others up.
+  for (const idx of actions.initContainersToStart) {
+    const c = pod.spec!.initContainers![idx]!;
+    if (!(await start(c, 'init')) && !isRestartableInitContainer(c)) return result;
   }
 
   // Step 6: app containers start one after another, in spec order, each independent of the others' failure.

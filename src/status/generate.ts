@@ -1,6 +1,7 @@
 // The API PodStatus the kubelet would write, from the runtime's view of the pod and the last
 // sync's results: phase, conditions, container statuses (state, lastState, restarts), IPs, QoS.
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import { isStaticPod } from '../pods/static-pods.js';
 import { podQOSClass } from '../runtime/resources.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { formatContainerID, type ContainerStatus, type PodStatus } from '../runtime/types.js';
@@ -14,6 +15,10 @@ export interface GenerateInput {
   now: number;
   /** The prober manager: sets each container's started and ready from its probes (without it, running is both). */
   probes?: { updatePodStatus(pod: V1Pod, status: Pick<V1PodStatus, 'containerStatuses' | 'initContainerStatuses'>): void };
+  /** Its containers have stopped for good (after a kill on deletion, or at its end). */
+  podIsTerminal?: boolean;
+  /** The node ends the pod (activeDeadlineSeconds passed): phase Failed with this reason and message. */
+  evict?: { reason: string; message: string };
 }
 
 const iso = (ms: number) => new Date(ms);
@@ -42,6 +47,20 @@ function stateOf(s: ContainerStatus): V1ContainerState {
     default:
       return { waiting: { reason: 'ContainerStatusUnknown', message: 'The container state could not be read from the runtime' } };
   }
+}
+
+/**
+ * Whether a container that is not running will be started again (the kubelet's
+ * ShouldContainerBeRestarted): only then is it shown waiting with the last sync's reason.
+ */
+function willRestart(c: V1Container, input: GenerateInput, status: V1ContainerStatus): boolean {
+  const pod = input.pod;
+  if (pod.metadata?.deletionTimestamp || input.podIsTerminal) return false;
+  const t = status.state?.terminated;
+  if (!t || c.restartPolicy === 'Always') return true;
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  if (policy === 'Never') return false;
+  return !(policy === 'OnFailure' && t.exitCode === 0);
 }
 
 /** convertToAPIContainerStatuses for one list of containers (init or regular). */
@@ -89,7 +108,7 @@ function containerStatuses(
       };
     }
     const failure = failures.get(c.name);
-    if (failure && !status.state?.running) {
+    if (failure && !status.state?.running && willRestart(c, input, status)) {
       // A container that failed to start waits, with the failure's reason; its last exit stays visible.
       status.lastState = status.state?.terminated ? status.state : status.lastState;
       status.state = { waiting: { reason: failure.reason, message: failure.message || undefined } };
@@ -100,35 +119,73 @@ function containerStatuses(
   });
 }
 
-export function podPhase(pod: V1Pod, init: V1ContainerStatus[], regular: V1ContainerStatus[]): string {
+/**
+ * The kubelet's getPhase. Sidecars (restartable init containers) hold the pod Pending until they
+ * have started, count as running while they run, and are not counted once they stopped; a pod
+ * whose containers have all stopped for good (`podIsTerminal`: it was deleted, or ran to its end)
+ * is Succeeded or Failed whatever its restart policy.
+ */
+export function podPhase(pod: V1Pod, init: V1ContainerStatus[], regular: V1ContainerStatus[], podIsTerminal = false, podHasInitialized = false): string {
   const policy = pod.spec?.restartPolicy ?? 'Always';
+  const find = (list: V1ContainerStatus[], name: string) => list.find((s) => s.name === name);
   let pendingInit = 0;
+  let pendingSidecars = 0;
   let failedInit = 0;
-  for (const s of init) {
-    const t = s.state?.terminated;
-    if (t && t.exitCode === 0) continue;
-    if (t) failedInit++;
-    else if (s.state?.waiting && s.lastState?.terminated && s.lastState.terminated.exitCode !== 0) failedInit++;
-    else pendingInit++;
-  }
+  let unknown = 0;
   let running = 0;
   let waiting = 0;
   let stopped = 0;
   let succeeded = 0;
-  for (const s of regular) {
-    if (s.state?.running) running++;
+  for (const c of pod.spec?.initContainers ?? []) {
+    const s = find(init, c.name);
+    if (c.restartPolicy === 'Always') {
+      if (!s) unknown++;
+      else if (s.state?.running) {
+        if (!s.started) pendingSidecars++;
+        running++;
+      } else if (s.state?.terminated) {
+        // A stopped sidecar does not count.
+      } else if (s.state?.waiting) {
+        if (!s.lastState?.terminated) {
+          pendingSidecars++;
+          waiting++;
+        }
+      } else {
+        pendingSidecars++;
+        unknown++;
+      }
+      continue;
+    }
+    const t = s?.state?.terminated;
+    if (!s) pendingInit++;
+    else if (s.state?.running) pendingInit++;
+    else if (t) {
+      if (t.exitCode !== 0) failedInit++;
+    } else if (s.state?.waiting) {
+      if (s.lastState?.terminated) {
+        if (s.lastState.terminated.exitCode !== 0) failedInit++;
+      } else pendingInit++;
+    } else pendingInit++;
+  }
+  for (const c of pod.spec?.containers ?? []) {
+    const s = find(regular, c.name);
+    if (!s) unknown++;
+    else if (s.state?.running) running++;
     else if (s.state?.terminated) {
       stopped++;
       if (s.state.terminated.exitCode === 0) succeeded++;
     } else if (s.state?.waiting) {
       if (s.lastState?.terminated) stopped++;
       else waiting++;
-    }
+    } else unknown++;
   }
   if (failedInit > 0 && policy === 'Never') return 'Failed';
-  if (pendingInit > 0 || failedInit > 0 || waiting > 0) return 'Pending';
-  if (running > 0) return 'Running';
-  if (stopped > 0) {
+  if (pendingInit > 0 || (pendingSidecars > 0 && !podHasInitialized)) return 'Pending';
+  if (waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
+    // Stopped for good: the restart policy no longer matters (static pods keep the old rule).
+    if (podIsTerminal && !isStaticPod(pod)) return stopped === succeeded ? 'Succeeded' : 'Failed';
     if (policy === 'Always') return 'Running';
     if (stopped === succeeded) return 'Succeeded';
     if (policy === 'Never') return 'Failed';
@@ -145,6 +202,22 @@ function condition(type: string, ok: boolean, now: number, old: V1PodCondition[]
   return { type, status, lastTransitionTime, lastProbeTime: null as unknown as undefined, ...(ok ? {} : { reason, message }) };
 }
 
+/** The conditions the kubelet owns and writes; every other one is left as it is. */
+const KUBELET_CONDITIONS = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers', 'PodResizePending', 'PodResizeInProgress']);
+
+const containersReadyOk = (notReady: string[], completed: boolean) => notReady.length === 0 && !completed;
+
+/** Why the pod's readiness gates are not satisfied, in the kubelet's words (none: satisfied). */
+function readinessGateMessages(pod: V1Pod, conditions: V1PodCondition[]): string[] {
+  const out: string[] = [];
+  for (const g of pod.spec?.readinessGates ?? []) {
+    const c = conditions.find((x) => x.type === g.conditionType);
+    if (!c) out.push(`corresponding condition of pod readiness gate "${g.conditionType}" does not exist.`);
+    else if (c.status !== 'True') out.push(`the status of pod readiness gate "${g.conditionType}" is not "True", but ${c.status}`);
+  }
+  return out;
+}
+
 export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const { pod, runtime, now } = input;
   const old = pod.status ?? {};
@@ -158,9 +231,24 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   }
   const regularStatuses = containerStatuses(pod.spec?.containers ?? [], input, old.containerStatuses, hasInit ? 'PodInitializing' : 'ContainerCreating');
   input.probes?.updatePodStatus(pod, { containerStatuses: regularStatuses, initContainerStatuses: initStatuses });
-  let phase = podPhase(pod, initStatuses, regularStatuses);
+  const podHasInitialized = regularStatuses.some((s) => s.state?.running || s.state?.terminated || s.lastState?.terminated);
+  let phase = podPhase(pod, initStatuses, regularStatuses, input.podIsTerminal, podHasInitialized);
   // A finished pod stays finished (the status manager refuses a terminal -> non-terminal change).
   if ((old.phase === 'Succeeded' || old.phase === 'Failed') && phase !== 'Succeeded' && phase !== 'Failed') phase = old.phase;
+  // The reason and message of a phase stay with it.
+  let reason = phase === old.phase ? old.reason : undefined;
+  let message = phase === old.phase ? old.message : undefined;
+  if (input.evict) {
+    phase = 'Failed';
+    reason = input.evict.reason;
+    message = input.evict.message;
+  }
+  // No way out of a terminal phase the API already shows.
+  if ((old.phase === 'Succeeded' || old.phase === 'Failed') && phase !== old.phase) {
+    phase = old.phase;
+    reason = old.reason;
+    message = old.message;
+  }
 
   const newest = runtime.sandboxStatuses[0];
   const sandboxReady = newest?.state === 'SANDBOX_READY' && (pod.spec?.hostNetwork === true || !!newest.network?.ip);
@@ -174,10 +262,15 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const completed = phase === 'Succeeded' || phase === 'Failed';
   const readyReason = phase === 'Succeeded' ? 'PodCompleted' : phase === 'Failed' ? 'PodFailed' : 'ContainersNotReady';
   const readyMessage = completed ? undefined : `containers with unready status: [${notReady.join(' ')}]`;
+  // Readiness gates: Ready also waits for every gate's condition (set by others) to be True.
+  const gates = containersReadyOk(notReady, completed) ? readinessGateMessages(pod, old.conditions ?? []) : [];
+  const podReady = notReady.length === 0 && !completed && gates.length === 0;
   const conditions: V1PodCondition[] = [
+    // Conditions other controllers own (DisruptionTarget, readiness gates' ...) are theirs: kept as they are.
+    ...(old.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
     condition('PodReadyToStartContainers', sandboxReady, now, old.conditions),
     condition('Initialized', notInitialized.length === 0 || phase === 'Succeeded', now, old.conditions, 'ContainersNotInitialized', `containers with incomplete status: [${notInitialized.join(' ')}]`),
-    condition('Ready', notReady.length === 0 && !completed, now, old.conditions, readyReason, readyMessage),
+    gates.length ? condition('Ready', false, now, old.conditions, 'ReadinessGatesNotReady', gates.join(', ')) : condition('Ready', podReady, now, old.conditions, readyReason, readyMessage),
     condition('ContainersReady', notReady.length === 0 && !completed, now, old.conditions, readyReason, readyMessage),
   ];
   const scheduled = old.conditions?.find((c) => c.type === 'PodScheduled');
@@ -187,6 +280,8 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const podIPs = runtime.ips.length > 0 ? runtime.ips : terminal ? (old.podIPs ?? []).map((p) => p.ip) : [];
   const status: V1PodStatus = {
     phase,
+    ...(reason ? { reason } : {}),
+    ...(message ? { message } : {}),
     conditions,
     hostIP: input.nodeIP,
     hostIPs: [{ ip: input.nodeIP }],

@@ -76,6 +76,22 @@ export class StatusManager {
     else if (e) e.desired = undefined;
   }
 
+  /** Whether the newest status of the pod has been sent (or there is none to send). */
+  isSynced(uid: string): boolean {
+    const e = this.entries.get(uid);
+    return !e || (!e.desired && !e.inFlight);
+  }
+
+  /** Waits up to `timeoutMs` for the pod's newest status to be sent; whether it was. */
+  async waitSynced(uid: string, timeoutMs: number): Promise<boolean> {
+    const until = this.clock.now() + timeoutMs;
+    while (!this.isSynced(uid)) {
+      if (this.clock.now() >= until) return false;
+      await this.clock.sleep(20);
+    }
+    return true;
+  }
+
   /** Resolves when no status is queued or in flight. */
   flush(): Promise<void> {
     if (this.active === 0 && this.ready.length === 0) return Promise.resolve();

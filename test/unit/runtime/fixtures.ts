@@ -41,7 +41,7 @@ export function containerStatus(
     id: { type: 'containerd', id: opts.id ?? `id-${container.name}-${seq++}` },
     name: container.name,
     state,
-    createdAt: 1,
+    createdAt: 1000, // as its sandbox, created at 1 s
     startedAt: state === 'created' ? 0 : 2,
     finishedAt: state === 'exited' ? (opts.finishedAt ?? 3) : 0,
     exitCode: opts.exitCode ?? 0,

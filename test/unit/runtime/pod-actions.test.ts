@@ -46,7 +46,7 @@ function run(c: Case): void {
       attempt: actions.attempt,
       containersToStart: actions.containersToStart,
       containersToKill: kills,
-      nextInit: actions.nextInitContainerToStart?.name,
+      nextInit: actions.initContainersToStart.length ? pod.spec!.initContainers![actions.initContainersToStart[0]!]!.name : undefined,
     },
     { containersToKill: {}, nextInit: undefined, ...c.expected },
   );
@@ -354,7 +354,73 @@ const initCases: Case[] = [
   },
 ];
 
-for (const c of [...regular, ...initCases]) {
+// Sidecars: init1 has restartPolicy Always (with a startup probe where the case says so), init2 is an ordinary init container.
+const sidecarPod = (opts: { startupProbe?: boolean; policy?: string } = {}) => {
+  const pod = makePod({ restartPolicy: opts.policy ?? 'Always', initContainers: ['side', 'init2'] });
+  const side = pod.spec!.initContainers![0]!;
+  side.restartPolicy = 'Always';
+  if (opts.startupProbe) side.startupProbe = { exec: { command: ['true'] } };
+  return pod;
+};
+const sidecarCases: Case[] = [
+  {
+    name: 'sidecar: not started yet, start it first',
+    pod: sidecarPod(),
+    status: (pod) => onlyInits(pod, []),
+    expected: { ...noAction, nextInit: 'side' },
+  },
+  {
+    name: 'sidecar: running (no startup probe), so the next init container starts',
+    pod: sidecarPod(),
+    status: (pod) => onlyInits(pod, [initStatus(pod, 0, 'running')]),
+    expected: { ...noAction, nextInit: 'init2' },
+  },
+  {
+    name: 'sidecar: running but its startup probe has not passed, the next one waits',
+    pod: sidecarPod({ startupProbe: true }),
+    status: (pod) => onlyInits(pod, [initStatus(pod, 0, 'running', 0, 'side-1')]),
+    expected: noAction,
+  },
+  {
+    name: 'sidecar: its startup probe passed, the next init container starts',
+    pod: sidecarPod({ startupProbe: true }),
+    status: (pod) => onlyInits(pod, [initStatus(pod, 0, 'running', 0, 'side-1')]),
+    startup: { 'side-1': 'Success' },
+    expected: { ...noAction, nextInit: 'init2' },
+  },
+  {
+    name: 'sidecar: its startup probe failed, kill it and start it again',
+    pod: sidecarPod({ startupProbe: true }),
+    status: (pod) => onlyInits(pod, [initStatus(pod, 0, 'running', 0, 'side-1')]),
+    startup: { 'side-1': 'Failure' },
+    expected: { ...noAction, nextInit: 'side', containersToKill: { side: 'Init container side failed startup probe' } },
+  },
+  {
+    name: 'sidecar: initialised and running beside the app: app containers start',
+    pod: sidecarPod(),
+    status: (pod) => onlyInits(pod, [initStatus(pod, 0, 'running'), initStatus(pod, 1, 'exited')]),
+    expected: { ...noAction, containersToStart: [0, 1, 2] },
+  },
+  {
+    name: 'sidecar: exited while the app runs (even under Never): start it again, the app keeps running',
+    pod: sidecarPod({ policy: 'Never' }),
+    status: (pod) => ({ ...runningStatus(pod), containerStatuses: [...runningStatus(pod).containerStatuses, initStatus(pod, 0, 'exited', 1)] }),
+    expected: { ...noAction, nextInit: 'side' },
+  },
+  {
+    name: 'sidecar: its liveness probe failed: kill it and start it again',
+    pod: (() => {
+      const p = sidecarPod();
+      p.spec!.initContainers![0]!.livenessProbe = { exec: { command: ['true'] } };
+      return p;
+    })(),
+    status: (pod) => ({ ...runningStatus(pod), containerStatuses: [...runningStatus(pod).containerStatuses, initStatus(pod, 0, 'running', 0, 'side-1')] }),
+    liveness: { 'side-1': 'Failure' },
+    expected: { ...noAction, nextInit: 'side', containersToKill: { side: 'Init container side failed liveness probe' } },
+  },
+];
+
+for (const c of [...regular, ...initCases, ...sidecarCases]) {
   test(c.name, () => run(c));
 }
 

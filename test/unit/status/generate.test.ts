@@ -29,7 +29,29 @@ test('phase: the kubelet\'s rules over regular and init container states', () =>
     ['init failed under Always (retried)', 'Always', [wait(2)], [wait()], 'Pending'],
     ['init done, app running', 'Always', [term(0)], [run()], 'Running'],
   ];
-  for (const [name, policy, init, regular, expected] of cases) assert.equal(podPhase(withPolicy(policy), init, regular), expected, name);
+  for (const [name, policy, init, regular, expected] of cases) {
+    // Each status gets a container of its own in the spec.
+    const inits = init.map((st, i) => ({ ...st, name: `i${i}` }));
+    const regs = regular.map((st, i) => ({ ...st, name: `c${i}` }));
+    const pod: V1Pod = { spec: { restartPolicy: policy, initContainers: inits.map((x) => ({ name: x.name })), containers: regs.map((x) => ({ name: x.name })) } };
+    assert.equal(podPhase(pod, inits, regs), expected, name);
+  }
+});
+
+test('phase with sidecars, and of a pod stopped for good', () => {
+  const sidecar = (st: V1ContainerStatus, started?: boolean): V1ContainerStatus => ({ ...st, name: 's', started });
+  const pod = (policy: string): V1Pod => ({ spec: { restartPolicy: policy, initContainers: [{ name: 's', restartPolicy: 'Always' }], containers: [{ name: 'c' }] } });
+  const app = (st: V1ContainerStatus) => [{ ...st, name: 'c' }];
+  assert.equal(podPhase(pod('Never'), [sidecar(run(), false)], app(wait())), 'Pending', 'a sidecar not started yet holds the pod in Pending');
+  assert.equal(podPhase(pod('Never'), [sidecar(run(), true)], app(run())), 'Running');
+  assert.equal(podPhase(pod('Never'), [sidecar(run(), true)], app(term(0))), 'Running', 'the app is done but the sidecar still runs');
+  assert.equal(podPhase(pod('Never'), [sidecar(term(137))], app(term(0))), 'Succeeded', 'a stopped sidecar does not count');
+  assert.equal(podPhase(pod('Never'), [sidecar(term(0))], app(term(1))), 'Failed');
+  assert.equal(podPhase(withPolicy('Always'), [], []), 'Pending');
+  const always: V1Pod = { spec: { restartPolicy: 'Always', containers: [{ name: 'c' }] } };
+  assert.equal(podPhase(always, [], app(term(0))), 'Running', 'under Always a stopped container restarts');
+  assert.equal(podPhase(always, [], app(term(0)), true), 'Succeeded', 'deleted and stopped for good: Succeeded by its exit codes');
+  assert.equal(podPhase(always, [], app(term(143)), true), 'Failed');
 });
 
 test('a running pod: Running, all conditions True, IPs from the newest ready sandbox, container IDs', () => {
@@ -95,4 +117,31 @@ test('an init container that completed with exit 0 is ready, as the kubelet repo
   assert.deepEqual(st.initContainerStatuses!.map((s) => [s.name, s.ready]), [['i1', true], ['i2', false]]);
   const done = generateAPIPodStatus({ pod, runtime: initializedStatus(pod), nodeIP: 'x', now: 0 });
   assert.ok(done.initContainerStatuses!.every((s) => s.ready));
+});
+
+test('readiness gates: Ready waits for every gate\'s condition, in the kubelet\'s words; conditions of others are kept', () => {
+  const pod = makePod({ containers: ['a'] });
+  pod.spec!.readinessGates = [{ conditionType: 'example.com/lb' }, { conditionType: 'example.com/dns' }];
+  pod.status = { conditions: [{ type: 'example.com/lb', status: 'False' }, { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }] };
+  const st = generateAPIPodStatus({ pod, runtime: runningStatus(pod), nodeIP: '192.0.2.1', now: 1000 });
+  const ready = st.conditions!.find((c) => c.type === 'Ready')!;
+  assert.equal(ready.status, 'False');
+  assert.equal(ready.reason, 'ReadinessGatesNotReady');
+  assert.equal(ready.message, 'the status of pod readiness gate "example.com/lb" is not "True", but False, corresponding condition of pod readiness gate "example.com/dns" does not exist.');
+  assert.equal(st.conditions!.find((c) => c.type === 'ContainersReady')!.status, 'True');
+  assert.deepEqual(st.conditions!.find((c) => c.type === 'DisruptionTarget'), { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }, 'kept as it was');
+  pod.status.conditions = [{ type: 'example.com/lb', status: 'True' }, { type: 'example.com/dns', status: 'True' }];
+  const ok = generateAPIPodStatus({ pod, runtime: runningStatus(pod), nodeIP: '192.0.2.1', now: 2000 });
+  assert.equal(ok.conditions!.find((c) => c.type === 'Ready')!.status, 'True');
+});
+
+test('an active deadline that passed: Failed, DeadlineExceeded, and no way back from a terminal phase', () => {
+  const pod = makePod({ containers: ['a'] });
+  const evict = { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' };
+  const st = generateAPIPodStatus({ pod, runtime: runningStatus(pod), nodeIP: '192.0.2.1', now: 1000, evict });
+  assert.equal(st.phase, 'Failed');
+  assert.equal(st.reason, 'DeadlineExceeded');
+  assert.equal(st.message, evict.message);
+  pod.status = { phase: 'Succeeded' };
+  assert.equal(generateAPIPodStatus({ pod, runtime: runningStatus(pod), nodeIP: '192.0.2.1', now: 1000, evict }).phase, 'Succeeded');
 });

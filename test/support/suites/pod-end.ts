@@ -1,0 +1,125 @@
+// How pods end, on the real cluster, once per runtime: a Job-style pod with a sidecar completes
+// (the sidecar stopped after the app), activeDeadlineSeconds fails the pod with DeadlineExceeded,
+// a deleted pod's last status before it goes has a terminal phase, and readiness gates hold Ready
+// until the gate's condition (written by someone else) is True, that condition kept.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
+import { clusterEnv, eventually } from '../cluster.js';
+import { container, core, createPod, deletePod, getPod, NS, podEvents, running, waitPod } from '../kube.js';
+import type { TestRuntime } from '../runtimes.js';
+
+export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(clusterEnv().kubeconfig);
+  let rt: TestRuntime;
+  let agent: RunningAgent;
+  let node: string;
+
+  before(async () => {
+    rt = await makeRuntime();
+    node = uniqueNodeName(`it-end-${rt.name}`);
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
+  });
+  after(async () => {
+    await cleanupAgent(agent, rt.endpoint);
+    await rt.stop();
+  });
+
+  const loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
+  const done = (p: V1Pod) => (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined);
+  const cond = (p: V1Pod, type: string) => p.status?.conditions?.find((c) => c.type === type);
+
+  test('a pod with a sidecar and an app container that exits 0 under Never ends Succeeded, the sidecar stopped after the app', async () => {
+    const created = await createPod(node, 'sidecar', {
+      restartPolicy: 'Never',
+      initContainers: [container('side', loop, { restartPolicy: 'Always' }), container('init', 'echo init')],
+      containers: [container('app', 'sleep 2; echo app done')],
+    });
+    const runningPod = await waitPod(created, 'app running beside its sidecar', 60_000, (p) => (p.status?.containerStatuses?.[0]?.state?.running ? p : undefined));
+    const side = runningPod.status!.initContainerStatuses!.find((s) => s.name === 'side')!;
+    assert.ok(side.state?.running && side.started, 'the sidecar runs and has started');
+    assert.equal(cond(runningPod, 'Initialized')?.status, 'True', 'initialised with the sidecar running');
+    const pod = await waitPod(created, 'done', 60_000, done);
+    assert.equal(pod.status!.phase, 'Succeeded', JSON.stringify(pod.status));
+    const app = pod.status!.containerStatuses![0]!.state!.terminated!;
+    const sideEnd = pod.status!.initContainerStatuses!.find((s) => s.name === 'side')!.state!.terminated!;
+    assert.equal(app.exitCode, 0);
+    assert.ok(new Date(sideEnd.finishedAt!).getTime() >= new Date(app.finishedAt!).getTime(), `the sidecar stopped (${sideEnd.finishedAt}) after the app (${app.finishedAt})`);
+    assert.equal(pod.status!.initContainerStatuses!.find((s) => s.name === 'side')!.restartCount, 0);
+  });
+
+  test('a sidecar that exits is started again while the app runs, and a sidecar\'s startup probe holds the app back', async () => {
+    const created = await createPod(node, 'sidecar-restart', {
+      initContainers: [
+        container('side', 'sleep 1; exit 1', { restartPolicy: 'Always' }),
+        container('gate', "trap 'exit 0' TERM; sleep 3; touch /tmp/up; while true; do sleep 0.2; done", {
+          restartPolicy: 'Always',
+          startupProbe: { exec: { command: ['test', '-f', '/tmp/up'] }, periodSeconds: 1, failureThreshold: 30 },
+        }),
+      ],
+      containers: [container('app', loop)],
+    });
+    const early = await waitPod(created, 'the gate sidecar running', 60_000, (p) => (p.status?.initContainerStatuses?.find((s) => s.name === 'gate')?.state?.running ? p : undefined));
+    assert.ok(!early.status!.containerStatuses![0]!.state?.running, 'the app waits for the sidecar\'s startup probe');
+    await waitPod(created, 'the app running', 60_000, (p) => (p.status?.containerStatuses?.[0]?.state?.running ? p : undefined));
+    await waitPod(created, 'the exiting sidecar restarted', 60_000, (p) => ((p.status?.initContainerStatuses?.find((s) => s.name === 'side')?.restartCount ?? 0) >= 1 ? p : undefined));
+    const pod = await getPod(created);
+    assert.equal(pod.status!.containerStatuses![0]!.restartCount, 0, 'the app is not touched');
+  });
+
+  test('activeDeadlineSeconds: 5 ends the pod Failed/DeadlineExceeded within a few seconds of the deadline', async () => {
+    const created = await createPod(node, 'deadline', { activeDeadlineSeconds: 5, containers: [container('c', loop)] });
+    const started = await waitPod(created, 'Running', 60_000, running);
+    const start = new Date(started.status!.startTime!).getTime();
+    const pod = await waitPod(created, 'Failed', 30_000, done);
+    assert.equal(pod.status!.phase, 'Failed');
+    assert.equal(pod.status!.reason, 'DeadlineExceeded');
+    assert.equal(pod.status!.message, 'Pod was active on the node longer than the specified deadline');
+    assert.ok(Date.now() - start < 15_000, `ended ${(Date.now() - start) / 1000} s after its start`);
+    await eventually('the DeadlineExceeded event', 10_000, async () => ((await podEvents(pod)).some((e) => e.reason === 'DeadlineExceeded' && e.type === 'Normal') ? true : undefined));
+    await waitPod(pod, 'its container stopped', 30_000, (p) => (p.status?.containerStatuses?.[0]?.state?.terminated ? p : undefined));
+  });
+
+  test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {
+    const last = new Map<string, V1Pod>();
+    const watch = new k8s.Watch(kc);
+    const deletedSeen = new Map<string, () => void>();
+    const abort = await watch.watch(`/api/v1/namespaces/${NS}/pods`, {}, (type: string, obj: V1Pod) => {
+      if (type === 'DELETED') {
+        last.set(obj.metadata!.name!, obj);
+        deletedSeen.get(obj.metadata!.name!)?.();
+      }
+    }, () => undefined);
+    try {
+      const clean = await createPod(node, 'del-ok', { containers: [container('c', loop)] });
+      const killed = await createPod(node, 'del-fail', { containers: [container('c', 'while true; do sleep 0.2; done')] });
+      for (const p of [clean, killed]) await waitPod(p, 'Running', 60_000, running);
+      const gone = [clean, killed].map((p) => new Promise<void>((r) => deletedSeen.set(p.metadata!.name!, r)));
+      await Promise.all([deletePod(clean), deletePod(killed)]);
+      await Promise.race([Promise.all(gone), new Promise((_, j) => setTimeout(() => j(new Error('pods not deleted')), 40_000))]);
+      assert.equal(last.get(clean.metadata!.name!)!.status!.phase, 'Succeeded', 'exited 0 on SIGTERM: Succeeded, although restartPolicy is Always');
+      const failed = last.get(killed.metadata!.name!)!;
+      assert.equal(failed.status!.phase, 'Failed', 'killed by a signal: Failed');
+      assert.ok(failed.status!.containerStatuses![0]!.state?.terminated, 'its container reads Terminated');
+    } finally {
+      abort.abort();
+    }
+  });
+
+  test('readiness gates hold Ready until their condition is True; that condition is kept by the agent', async () => {
+    const created = await createPod(node, 'gate', { readinessGates: [{ conditionType: 'example.com/ready' }], containers: [container('c', loop)] });
+    const pod = await waitPod(created, 'containers ready, pod not Ready', 60_000, (p) => (cond(p, 'ContainersReady')?.status === 'True' ? p : undefined));
+    assert.equal(cond(pod, 'Ready')?.status, 'False');
+    assert.equal(cond(pod, 'Ready')?.reason, 'ReadinessGatesNotReady');
+    assert.equal(cond(pod, 'Ready')?.message, 'corresponding condition of pod readiness gate "example.com/ready" does not exist.');
+    await core.patchNamespacedPodStatus(
+      { name: pod.metadata!.name!, namespace: NS, body: { status: { conditions: [{ type: 'example.com/ready', status: 'True', lastTransitionTime: new Date() }] } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+    );
+    const ready = await waitPod(pod, 'Ready', 30_000, (p) => (cond(p, 'Ready')?.status === 'True' ? p : undefined));
+    assert.equal(cond(ready, 'example.com/ready')?.status, 'True');
+  });
+}

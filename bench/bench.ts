@@ -26,8 +26,8 @@ const MAX_PODS = 400;
  * to fit in 20 minutes on 2 cores.
  */
 const PLAN: Plan = reduced
-  ? { single: 3, burst: 5, density: [[5, 5]], restMs: 3000 }
-  : { single: 20, burst: 100, density: [[110, 110], [300, 300]], restMs: 15_000 };
+  ? { single: 3, burst: 5, density: [[5, 5]], restMs: 3000, probed: 3 }
+  : { single: 20, burst: 100, density: [[110, 110], [300, 300]], restMs: 15_000, probed: 100 };
 /** The process runtime: the same, its top density set by BENCH_PROCESS_DENSITY (see bench/README.md). */
 const PROCESS_TOP = Number(process.env.BENCH_PROCESS_DENSITY ?? 300);
 /** (10 s at rest, for the same reason.) */
@@ -36,6 +36,19 @@ const PROCESS_PLAN: Plan = reduced ? PLAN : { ...PLAN, density: [[110, 110], [30
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(env.kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
+
+/**
+ * A pod probed as real workloads are: an exec liveness probe and an httpGet readiness probe, every
+ * 10 s, against busybox's httpd on a port of its own (the process runtime's pods share the host's network).
+ */
+function probedPodSpec(node: string, name: string, port: number): k8s.V1Pod {
+  const pod = podSpec(node, name, 'probed');
+  const c = pod.spec!.containers[0]!;
+  c.command = ['sh', '-c', `mkdir -p /tmp/www && echo ok > /tmp/www/index.html && httpd -f -p ${port} -h /tmp/www & trap 'exit 0' TERM; sleep 3600 & wait`];
+  c.livenessProbe = { exec: { command: ['sh', '-c', 'true'] }, periodSeconds: 10 };
+  c.readinessProbe = { httpGet: { path: '/', port }, periodSeconds: 10 };
+  return pod;
+}
 
 function podSpec(node: string, name: string, group: string): k8s.V1Pod {
   return {
@@ -142,6 +155,13 @@ async function createMany(node: string, group: string, n: number): Promise<Map<s
   return started;
 }
 
+async function createProbed(node: string, n: number): Promise<string[]> {
+  const base = 21000 + Math.floor(Math.random() * 20000);
+  const names = Array.from({ length: n }, (_, i) => `probed-${i}-${randomUUID().slice(0, 6)}`);
+  await Promise.all(names.map((name, i) => core.createNamespacedPod({ namespace: 'default', body: probedPodSpec(node, name, base + i) })));
+  return names;
+}
+
 async function deleteGroup(w: PodWatch, group: string, names: string[]): Promise<number> {
   const t0 = performance.now();
   await core.deleteCollectionNamespacedPod({ namespace: 'default', labelSelector: `bench=${group}` });
@@ -167,6 +187,8 @@ interface Measured {
   cpu_s_per_min_rest110: number;
   api_requests_per_pod: number;
   delete_burst100_s: number;
+  /** At rest with pods whose probes run (an exec liveness and an http readiness probe each, every 10 s). */
+  probed: { pods: number; ok: boolean; cpu_s_per_min_rest: number; rss_mb_rest: number };
 }
 
 interface AgentResult extends Measured {
@@ -181,6 +203,8 @@ interface Plan {
   /** [nominal size, pods actually created] */
   density: Array<[number, number]>;
   restMs: number;
+  /** Pods of the probed phase. */
+  probed: number;
 }
 
 const round = (x: number) => Math.round(x * 100) / 100;
@@ -237,6 +261,16 @@ async function measureAgent(node: string, pid: number, plan: Plan): Promise<Meas
       }
       await deleteGroup(w, group, [...pods.keys()]);
     }
+
+    // Probes' cost: pods at rest whose probes run, measured over twice the rest time (several periods).
+    const probedNames = await createProbed(node, plan.probed);
+    const probedOk = await w.until('probed Ready', () => probedNames.every((p) => w.readyAt.has(p)), 600_000);
+    await sleep(plan.restMs);
+    const pa = procStat(pid);
+    await sleep(2 * plan.restMs);
+    const pb = procStat(pid);
+    const probed = { pods: plan.probed, ok: probedOk, cpu_s_per_min_rest: round(((pb.cpuSeconds - pa.cpuSeconds) * 60_000) / (2 * plan.restMs)), rss_mb_rest: round(pb.rssMB) };
+    await deleteGroup(w, 'probed', probedNames);
     return {
       start_single: summarize(single),
       start_burst100: summarize(burstLatency),
@@ -247,6 +281,7 @@ async function measureAgent(node: string, pid: number, plan: Plan): Promise<Meas
       cpu_s_per_min_rest110: round(cpuRestPerMin),
       api_requests_per_pod: round(apiPerPod),
       delete_burst100_s: round(deleteBurst),
+      probed,
     };
   } finally {
     w.stop();
@@ -459,6 +494,7 @@ async function main(): Promise<void> {
       burst100_p99_over_floor_nodelet_process: ratio(p?.start_burst100.p99, p?.cri_floor_burst100.p99),
       rss_mb_max_nodelet_over_kubelet: ratio(n?.rss_mb_max, k?.rss_mb_max),
       rss_mb_rest110_nodelet_over_kubelet: ratio(n?.rss_mb_rest110, k?.rss_mb_rest110),
+      cpu_probed_nodelet_over_kubelet: ratio(n?.probed.cpu_s_per_min_rest, k?.probed.cpu_s_per_min_rest),
       api_requests_per_pod_nodelet_over_kubelet: ratio(n?.api_requests_per_pod, k?.api_requests_per_pod),
     },
   };
@@ -477,6 +513,7 @@ async function main(): Promise<void> {
     for (const [size, d] of Object.entries(a.density)) console.log(`  density ${size}: ${d.pods} pods all Ready in ${d.all_ready_s} s (${d.ok ? 'all Ready' : 'NOT all Ready'})`);
     console.log(`  deletion of the burst: ${a.delete_burst100_s} s; API requests per pod started: ${a.api_requests_per_pod}`);
     console.log(`  RSS max ${a.rss_mb_max} MB, at rest with the first density's pods ${a.rss_mb_rest110} MB; CPU ${a.cpu_s_burst} s in the burst, ${a.cpu_s_per_min_rest110} s/min at rest`);
+    console.log(`  probed: ${a.probed.pods} pods with an exec liveness and an http readiness probe every 10 s${a.probed.ok ? '' : ' (NOT all Ready)'}: ${a.probed.cpu_s_per_min_rest} s/min CPU at rest, RSS ${a.probed.rss_mb_rest} MB`);
   }
   console.log(`ratios: ${JSON.stringify(result.ratios)}`);
   const out = process.env.BENCH_OUT ?? join(projectRoot, 'bench/results/latest.json');

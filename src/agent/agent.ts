@@ -35,6 +35,7 @@ import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { podRef } from '../kube/object-ref.js';
 import { admitPod } from '../pods/admission.js';
+import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
@@ -80,6 +81,7 @@ export class Agent implements PodSyncer {
   private stopping = false;
   private housekeepingRunning = false;
   private nodeController?: NodeController;
+  private readonly sysctls: SysctlAllowlist;
   /** Pods refused by admission: they never reach a worker. */
   private readonly rejected = new Set<string>();
   private sourcesReady = false;
@@ -93,6 +95,7 @@ export class Agent implements PodSyncer {
     const opts = config;
     this.clock = deps.clock ?? realClock;
     this.logger = deps.logger;
+    this.sysctls = new SysctlAllowlist(config.allowedUnsafeSysctls);
     if (opts.kubeconfig) this.kube = KubeClient.fromFile(opts.kubeconfig);
     else if (process.env.KUBERNETES_SERVICE_HOST) this.kube = KubeClient.inCluster();
     const kube = this.kube;
@@ -200,6 +203,8 @@ export class Agent implements PodSyncer {
       // As the kubelet's sync loop: a liveness result matters when it fails; readiness and startup always (status).
       onUpdate: (type, u) => {
         if (type !== 'Liveness' || u.result === 'Failure') this.workers.wake(u.podUID);
+        // While a pod stops (its preStop hooks run), its worker is busy: readiness goes to the status at once.
+        if (type === 'Readiness') void this.refreshTerminatingStatus(u.podUID);
       },
     });
     const version = await checkRuntimeVersion(this.cri);
@@ -359,7 +364,8 @@ export class Agent implements PodSyncer {
     }
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
-      const verdict = node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
+      const sysctls = this.sysctls.admit(pod);
+      const verdict = !sysctls.admit ? sysctls : node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;
@@ -459,6 +465,20 @@ export class Agent implements PodSyncer {
     // A pod with an active deadline is synced again when it passes.
     if (deadline.remainingMs !== undefined) waits.push(deadline.remainingMs);
     return waits.length ? { requeueAfterMs: Math.min(...waits) + 50 } : {};
+  }
+
+  /** A terminating pod's status made again from the runtime (a container's readiness changed meanwhile). */
+  private async refreshTerminatingStatus(uid: string): Promise<void> {
+    const pod = this.workers.terminatingPod(uid);
+    if (!pod) return;
+    try {
+      const { name = '', namespace = '' } = pod.metadata ?? {};
+      const now = await getPodStatus(this.deps, uid, name, namespace);
+      if (!this.workers.terminatingPod(uid)) return; // its final status is being made
+      this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes }));
+    } catch (err) {
+      this.logger.debug('status of a terminating pod not refreshed', { uid, error: (err as Error).message });
+    }
   }
 
   async syncTerminatingPod(pod: V1Pod): Promise<void> {

@@ -17,6 +17,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'root-dir': ['rootDir', 'string', "the agent's state: pods' volumes and files (default /var/lib/nodelet)"],
   'cluster-domain': ['clusterDomain', 'string', "the cluster's DNS domain, e.g. cluster.local"],
   'cluster-dns': ['clusterDNS', 'string', 'cluster DNS server IPs for dnsPolicy ClusterFirst, comma-separated'],
+  'allowed-unsafe-sysctls': ['allowedUnsafeSysctls', 'string', 'unsafe sysctls (or prefixes ending in *) pods may set, comma-separated'],
   'resolv-conf': ['resolvConf', 'string', "the node's resolv.conf, for dnsPolicy Default (default /etc/resolv.conf)"],
   'node-ip': ['nodeIP', 'string', "the node's IP (default: first non-loopback IPv4)"],
   address: ['address', 'string', 'address of the node API (default 127.0.0.1)'],

@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseQuantity } from '../util/quantity.js';
 
+import { SysctlAllowlist } from '../pods/sysctls.js';
+
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -58,6 +60,8 @@ export interface NodeletConfig {
   clusterDomain: string;
   /** The cluster DNS servers pods with dnsPolicy ClusterFirst use (none: they get the node's resolv.conf). */
   clusterDNS: string[];
+  /** Unsafe sysctls (names, or prefixes ending in *) pods may set, beyond the safe ones. */
+  allowedUnsafeSysctls: string[];
   /** The node's resolv.conf, the base of dnsPolicy Default ('' for none). */
   resolvConf: string;
   nodeIP: string;
@@ -126,6 +130,7 @@ export function defaultConfig(): NodeletConfig {
     rootDir: '/var/lib/nodelet',
     clusterDomain: '',
     clusterDNS: [],
+    allowedUnsafeSysctls: [],
     resolvConf: '/etc/resolv.conf',
     nodeIP: '',
     address: '127.0.0.1',
@@ -214,6 +219,7 @@ const fields: Record<string, FieldSpec> = {
   rootDir: { kind: 'string' },
   clusterDomain: { kind: 'string' },
   clusterDNS: { kind: 'stringList' },
+  allowedUnsafeSysctls: { kind: 'stringList' },
   resolvConf: { kind: 'string' },
   nodeIP: { kind: 'string' },
   address: { kind: 'string' },
@@ -470,5 +476,10 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
     throw new ConfigError(`nodeName: ${JSON.stringify(c.nodeName)} is not a valid node name (lower-case DNS subdomain)`);
   }
   if (!c.tlsCertFile !== !c.tlsPrivateKeyFile) throw new ConfigError('tlsCertFile and tlsPrivateKeyFile: give both or neither');
+  try {
+    new SysctlAllowlist(c.allowedUnsafeSysctls);
+  } catch (err) {
+    throw new ConfigError(`allowedUnsafeSysctls: ${(err as Error).message}`);
+  }
   return c;
 }

@@ -12,10 +12,11 @@ export function podRef(pod: V1Pod): V1ObjectReference {
   };
 }
 
-/** fieldPath as the kubelet writes it: spec.containers{name} or spec.initContainers{name}. */
+/** fieldPath as the kubelet writes it: spec.containers{name}, spec.initContainers{name} or spec.ephemeralContainers{name}. */
 export function containerRef(pod: V1Pod, containerName: string): V1ObjectReference {
   const isInit = (pod.spec?.initContainers ?? []).some((c) => c.name === containerName);
-  return { ...podRef(pod), fieldPath: `spec.${isInit ? 'initContainers' : 'containers'}{${containerName}}` };
+  const isEphemeral = (pod.spec?.ephemeralContainers ?? []).some((c) => c.name === containerName);
+  return { ...podRef(pod), fieldPath: `spec.${isInit ? 'initContainers' : isEphemeral ? 'ephemeralContainers' : 'containers'}{${containerName}}` };
 }
 
 export type EventType = 'Normal' | 'Warning';

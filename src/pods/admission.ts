@@ -1,5 +1,5 @@
 // Pod admission, as the kubelet's: a pod that does not fit the node is rejected before anything
-// runs (phase Failed with OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity or Taint). Pure.
+// runs (phase Failed with PodOSNotSupported, OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity or Taint; SysctlForbidden in sysctls.ts). Pure.
 import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
 
@@ -68,6 +68,14 @@ export function tolerates(toleration: V1Toleration, taint: V1Taint): boolean {
  * As the kubelet, only NoExecute taints are checked here: NoSchedule is the scheduler's business.
  */
 export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResult {
+  // First what no eviction could help: the pod's OS (this node is linux).
+  const osLabel = pod.metadata?.labels?.['kubernetes.io/os'];
+  if (osLabel !== undefined && osLabel !== (node.metadata?.labels?.['kubernetes.io/os'] ?? 'linux')) {
+    return { admit: false, reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" };
+  }
+  if (pod.spec?.os && pod.spec.os.name !== 'linux') {
+    return { admit: false, reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
+  }
   const alloc = (node.status?.allocatable ?? {}) as Record<string, string>;
   const maxPods = Number(alloc.pods ?? 110);
   if (admitted.length + 1 > maxPods) {

@@ -103,6 +103,12 @@ export class PodWorkers {
     if (w) this.enqueue(w, 'pleg');
   }
 
+  /** The pod as its worker last saw it, while the pod is terminating (not yet terminated). */
+  terminatingPod(uid: string): V1Pod | undefined {
+    const w = this.work.get(uid);
+    return w?.phase === 'terminating' ? w.pod : undefined;
+  }
+
   isPodTerminationRequested(uid: string): boolean {
     const w = this.work.get(uid);
     return w !== undefined && w.phase !== 'syncing';

@@ -4,6 +4,7 @@
 // skipped until the container has started, readiness too; after a liveness failure (or a decided
 // startup) the worker waits for the container to be replaced.
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus, V1Probe } from '@kubernetes/client-node';
+import { containerShouldRestart } from '../runtime/restart-policy.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { ProbeResult, ResultsManager } from './results.js';
 import type { ProbeType } from './types.js';
@@ -152,7 +153,7 @@ export class ProbeWorker {
     if (!c.state?.running) {
       this.set('Failure');
       // Keep going only while the container may be started again.
-      return !c.state?.terminated || (this.pod.spec?.restartPolicy ?? 'Always') !== 'Never' || this.restartableInit;
+      return !c.state?.terminated || this.restartableInit || containerShouldRestart(this.container, this.pod.spec, c.state.terminated.exitCode);
     }
     if (this.pod.metadata?.deletionTimestamp && (this.type === 'Liveness' || this.type === 'Startup')) {
       // A pod that is going is not restarted for failing: a last Success, and no more probes.

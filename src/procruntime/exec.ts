@@ -49,6 +49,11 @@ export function execPlan(c: ContainerRecord, dir: string, cmd: string[]): ExecPl
 /** Runs the plan to its end, its output collected; past the timeout, the command is killed and this fails. */
 export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
   const { argv, env, pidns } = plan;
+  if (plan.missing) {
+    // As containerd: a command that is not there is an error of the call, not an exit code.
+    closeSync(pidns);
+    return Promise.reject(new Error(`failed to exec in container: ${plan.missing}`));
+  }
   return new Promise<ExecSyncResponse>((resolve, reject) => {
     // A group of its own: on timeout the whole group goes, nsenter's forked child included
     // (killing nsenter alone would leave the command running and its pipes open).

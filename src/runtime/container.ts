@@ -193,7 +193,7 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
         readonly_rootfs: sc?.readOnlyRootFilesystem ?? false,
         no_new_privs: sc?.allowPrivilegeEscalation === false,
         capabilities: sc?.capabilities ? { add_capabilities: sc.capabilities.add ?? [], drop_capabilities: sc.capabilities.drop ?? [] } : null,
-        namespace_options: input.sandboxConfig.linux?.security_context?.namespace_options ?? null,
+        namespace_options: namespaceOptions(input),
         // fsGroup too: files of volumes owned by that group are readable by the container's user.
         supplemental_groups: podSupplementalGroups(pod),
         // procMount Default hides and protects parts of /proc and /sys; Unmasked leaves them.
@@ -202,6 +202,15 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
       },
     },
   };
+}
+
+/** The sandbox's namespaces; an ephemeral container with a target joins that container's PID namespace. */
+function namespaceOptions(input: StartContainerInput) {
+  const base = input.sandboxConfig.linux?.security_context?.namespace_options ?? null;
+  const target = input.type === 'ephemeral' ? (input.container as { targetContainerName?: string }).targetContainerName : undefined;
+  if (!target) return base;
+  const running = input.podStatus.containerStatuses.find((c) => c.name === target && c.state === 'running');
+  return running ? { ...(base ?? {}), pid: 'TARGET' as const, target_id: running.id.id } : base;
 }
 
 /** The kubelet's default masked paths (securitycontext.ConvertToRuntimeMaskedPaths). */

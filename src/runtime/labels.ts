@@ -22,7 +22,7 @@ export const ContainerPreStopHandlerAnnotation = 'io.kubernetes.container.preSto
 /** Whether the container was started as an init container (the kubelet infers it from the spec; a restarted agent may not have it). */
 export const ContainerTypeAnnotation = 'io.kubernetes.container.type';
 
-export type ContainerType = 'init' | 'regular';
+export type ContainerType = 'init' | 'regular' | 'ephemeral';
 
 export function newPodLabels(pod: V1Pod, nodeName: string): Record<string, string> {
   return {
@@ -117,7 +117,7 @@ export function getContainerInfoFromAnnotations(annotations: Record<string, stri
     podTerminationGracePeriod: intAnnotation(a, PodTerminationGracePeriodAnnotation),
     terminationMessagePath: a[TerminationMessagePathAnnotation] ?? '',
     terminationMessagePolicy: a[TerminationMessagePolicyAnnotation] ?? '',
-    type: type === 'init' || type === 'regular' ? type : undefined,
+    type: type === 'init' || type === 'regular' || type === 'ephemeral' ? type : undefined,
     preStop: parseJSON<V1LifecycleHandler>(a[ContainerPreStopHandlerAnnotation]),
   };
 }

@@ -3,6 +3,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { PodSandboxStatus } from '../cri/types.js';
 import { hashContainer } from './hash.js';
+import { containerShouldRestart } from './restart-policy.js';
 import { findContainerStatusByName, type ContainerStatus, type PodStatus } from './types.js';
 
 export type ContainerKillReason = 'StartupProbe' | 'LivenessProbe' | 'FailedPostStartHook' | 'Unknown' | '';
@@ -28,6 +29,8 @@ export interface PodActions {
   initContainersToStart: number[];
   /** Indexes into pod.spec.containers. */
   containersToStart: number[];
+  /** Indexes into pod.spec.ephemeralContainers: those never started (they are never restarted). */
+  ephemeralContainersToStart: number[];
   /** Keyed by container ID. */
   containersToKill: Map<string, ContainerToKill>;
 }
@@ -97,17 +100,14 @@ export function isInitContainerFailed(status: ContainerStatus): boolean {
   return status.state === 'unknown';
 }
 
-/** Whether a container that is not running should be (re)started, by the pod's restart policy. */
+/** Whether a container that is not running should be (re)started, by its or the pod's restart policy. */
 export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, status: PodStatus): boolean {
   if (pod.metadata?.deletionTimestamp) return false;
   const s = findContainerStatusByName(status, container.name);
   if (!s) return true;
   if (s.state === 'running') return false;
   if (s.state === 'unknown' || s.state === 'created') return true;
-  const policy = restartPolicy(pod);
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && s.exitCode === 0) return false;
-  return true;
+  return containerShouldRestart(container, pod.spec, s.exitCode);
 }
 
 export interface SandboxChange {
@@ -151,6 +151,7 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
     attempt: sandbox.attempt,
     initContainersToStart: [],
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: new Map(),
   };
   const containers = pod.spec?.containers ?? [];
@@ -165,7 +166,8 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
     }
     const toStart: number[] = [];
     containers.forEach((c, idx) => {
-      if (restartPolicy(pod) === 'OnFailure' && containerSucceeded(c, status)) return;
+      const runOnce = c.restartPolicy ? c.restartPolicy === 'OnFailure' : restartPolicy(pod) === 'OnFailure';
+      if (runOnce && containerSucceeded(c, status)) return;
       toStart.push(idx);
     });
     if (toStart.length === 0 && hasAnyRegularContainerCreated(pod, status)) {
@@ -180,6 +182,11 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
     actions.containersToStart = toStart;
     return actions;
   }
+
+  // Ephemeral containers run once, whatever the state of the others (a debugger for a pod stuck in init too).
+  (pod.spec?.ephemeralContainers ?? []).forEach((c, i) => {
+    if (!findContainerStatusByName(status, c.name)) actions.ephemeralContainersToStart.push(i);
+  });
 
   const initialized = computeInitContainerActions(pod, status, probes, actions);
   if (actions.killPod || !initialized) return actions;
@@ -204,7 +211,7 @@ export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeIn
     }
     let message: string;
     let reason: ContainerKillReason = '';
-    let restart = shouldRestartOnFailure(pod);
+    let restart = container.restartPolicy ? container.restartPolicy !== 'Never' : shouldRestartOnFailure(pod);
     if (containerChanged(container, cs)) {
       message = `Container ${container.name} definition changed`;
       // A changed spec is restarted whatever the restart policy.
@@ -299,7 +306,7 @@ export function computeInitContainerActions(pod: V1Pod, status: PodStatus, probe
         if (sidecar) {
           toStart.push(i);
         } else if (isInitContainerFailed(s)) {
-          if (!restartOnFailure) {
+          if (!shouldContainerBeRestarted(c, pod, status)) {
             actions.killPod = true;
             actions.initContainersToStart = [];
             return false;
@@ -312,8 +319,8 @@ export function computeInitContainerActions(pod: V1Pod, status: PodStatus, probe
         }
         break;
       default:
-        // Unknown: it may still run; kill it before it is started again.
-        if (!sidecar && !restartOnFailure) {
+        // Unknown: it may still run; kill it before it is started again (no exit code: only policies count).
+        if (!sidecar && !(c.restartPolicy ? c.restartPolicy !== 'Never' : restartOnFailure)) {
           actions.killPod = true;
           actions.initContainersToStart = [];
           return false;

@@ -3,8 +3,9 @@
 //   2. kill the pod if the sandbox changed (or nothing is left to keep)
 //   3. otherwise kill the containers that must not stay
 //   4. create a new sandbox if needed
-//   5. start the next init container, and sidecars that must run again
-//   6. start the app containers
+//   5. start ephemeral containers not started yet
+//   6. start the next init container, and sidecars that must run again
+//   7. start the app containers
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerRef, EventReasons, podRef } from '../kube/object-ref.js';
 import { podFields } from '../observability/logger.js';
@@ -37,6 +38,8 @@ export function doBackOff(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Con
   backoff.next(key, exitedAt);
   return { inBackOff: false, message: '', remainingMs: 0 };
 }
+
+const metricType = (t: ContainerType) => (t === 'init' ? 'init_container' : t === 'ephemeral' ? 'ephemeral_container' : 'container');
 
 export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodStatus): Promise<PodSyncResult> {
   const result = new PodSyncResult();
@@ -135,24 +138,27 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     }
     try {
       await startContainer(deps, { sandboxID, sandboxConfig, container, type, pod, podStatus: status, podIPs });
-      deps.metrics.startedContainers.inc({ container_type: type === 'init' ? 'init_container' : 'container' });
+      deps.metrics.startedContainers.inc({ container_type: metricType(type) });
       return true;
     } catch (err) {
       const reason = err instanceof SyncError ? err.reason : Reasons.RunContainer;
-      deps.metrics.startedContainersErrors.inc({ container_type: type === 'init' ? 'init_container' : 'container', code: reason });
+      deps.metrics.startedContainersErrors.inc({ container_type: metricType(type), code: reason });
       r.fail(reason, (err as Error).message);
       deps.logger.warn('container start failed', { ...fields, container: container.name, reason, error: (err as Error).message });
       return false;
     }
   };
 
-  // Step 5: init containers in order; a sidecar that fails to start does not hold the others up.
+  // Step 5: ephemeral containers first, so that one can debug a pod whose init containers fail.
+  for (const idx of actions.ephemeralContainersToStart) await start(pod.spec!.ephemeralContainers![idx]! as V1Container, 'ephemeral');
+
+  // Step 6: init containers in order; a sidecar that fails to start does not hold the others up.
   for (const idx of actions.initContainersToStart) {
     const c = pod.spec!.initContainers![idx]!;
     if (!(await start(c, 'init')) && !isRestartableInitContainer(c)) return result;
   }
 
-  // Step 6: app containers start one after another, in spec order, each independent of the others' failure.
+  // Step 7: app containers start one after another, in spec order, each independent of the others' failure.
   for (const idx of actions.containersToStart) await start(pod.spec!.containers[idx]!, 'regular');
   return result;
 }

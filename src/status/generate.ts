@@ -3,6 +3,7 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { isStaticPod } from '../pods/static-pods.js';
 import { podQOSClass } from '../runtime/resources.js';
+import { containerShouldRestart } from '../runtime/restart-policy.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import { formatContainerID, type ContainerStatus, type PodStatus } from '../runtime/types.js';
 
@@ -57,10 +58,7 @@ function willRestart(c: V1Container, input: GenerateInput, status: V1ContainerSt
   const pod = input.pod;
   if (pod.metadata?.deletionTimestamp || input.podIsTerminal) return false;
   const t = status.state?.terminated;
-  if (!t || c.restartPolicy === 'Always') return true;
-  const policy = pod.spec?.restartPolicy ?? 'Always';
-  if (policy === 'Never') return false;
-  return !(policy === 'OnFailure' && t.exitCode === 0);
+  return !t || containerShouldRestart(c, pod.spec, t.exitCode);
 }
 
 /** convertToAPIContainerStatuses for one list of containers (init or regular). */
@@ -126,11 +124,11 @@ function containerStatuses(
  * is Succeeded or Failed whatever its restart policy.
  */
 export function podPhase(pod: V1Pod, init: V1ContainerStatus[], regular: V1ContainerStatus[], podIsTerminal = false, podHasInitialized = false): string {
-  const policy = pod.spec?.restartPolicy ?? 'Always';
   const find = (list: V1ContainerStatus[], name: string) => list.find((s) => s.name === name);
   let pendingInit = 0;
   let pendingSidecars = 0;
-  let failedInit = 0;
+  let failedInitForGood = 0;
+  let stoppedForGood = 0;
   let unknown = 0;
   let running = 0;
   let waiting = 0;
@@ -156,15 +154,10 @@ export function podPhase(pod: V1Pod, init: V1ContainerStatus[], regular: V1Conta
       }
       continue;
     }
-    const t = s?.state?.terminated;
-    if (!s) pendingInit++;
-    else if (s.state?.running) pendingInit++;
+    const t = s?.state?.terminated ?? (s?.state?.waiting ? s.lastState?.terminated : undefined);
+    if (!s || s.state?.running) pendingInit++;
     else if (t) {
-      if (t.exitCode !== 0) failedInit++;
-    } else if (s.state?.waiting) {
-      if (s.lastState?.terminated) {
-        if (s.lastState.terminated.exitCode !== 0) failedInit++;
-      } else pendingInit++;
+      if (t.exitCode !== 0 && !containerShouldRestart(c, pod.spec, t.exitCode)) failedInitForGood++;
     } else pendingInit++;
   }
   for (const c of pod.spec?.containers ?? []) {
@@ -173,23 +166,25 @@ export function podPhase(pod: V1Pod, init: V1ContainerStatus[], regular: V1Conta
     else if (s.state?.running) running++;
     else if (s.state?.terminated) {
       stopped++;
+      if (!containerShouldRestart(c, pod.spec, s.state.terminated.exitCode)) stoppedForGood++;
       if (s.state.terminated.exitCode === 0) succeeded++;
     } else if (s.state?.waiting) {
-      if (s.lastState?.terminated) stopped++;
-      else waiting++;
+      if (s.lastState?.terminated) {
+        stopped++;
+        if (!containerShouldRestart(c, pod.spec, s.lastState.terminated.exitCode)) stoppedForGood++;
+      } else waiting++;
     } else unknown++;
   }
-  if (failedInit > 0 && policy === 'Never') return 'Failed';
+  // Each container's own restart policy (or the pod's) decides what "done" means.
+  if (failedInitForGood > 0) return 'Failed';
   if (pendingInit > 0 || (pendingSidecars > 0 && !podHasInitialized)) return 'Pending';
   if (waiting > 0) return 'Pending';
   if (running > 0 && unknown === 0) return 'Running';
   if (running === 0 && stopped > 0 && unknown === 0) {
     // Stopped for good: the restart policy no longer matters (static pods keep the old rule).
     if (podIsTerminal && !isStaticPod(pod)) return stopped === succeeded ? 'Succeeded' : 'Failed';
-    if (policy === 'Always') return 'Running';
-    if (stopped === succeeded) return 'Succeeded';
-    if (policy === 'Never') return 'Failed';
-    return 'Running';
+    if (stopped !== stoppedForGood) return 'Running';
+    return stopped === succeeded ? 'Succeeded' : 'Failed';
   }
   return 'Pending';
 }
@@ -292,6 +287,12 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
     containerStatuses: regularStatuses,
   };
   if (hasInit) status.initContainerStatuses = initStatuses;
+  const ephemeral = (pod.spec?.ephemeralContainers ?? []) as V1Container[];
+  if (ephemeral.length) {
+    // Ephemeral containers are never ready (nothing routes to them) and never restarted.
+    status.ephemeralContainerStatuses = containerStatuses(ephemeral, { ...input, pod: { ...pod, spec: { ...pod.spec!, restartPolicy: 'Never' } } }, old.ephemeralContainerStatuses, 'ContainerCreating');
+    for (const st of status.ephemeralContainerStatuses) st.ready = false;
+  }
   if (pod.spec?.hostNetwork) {
     status.podIP = input.nodeIP;
     status.podIPs = [{ ip: input.nodeIP }];

@@ -50,6 +50,9 @@ export class StatusManager {
       if (pod.status) e.sentJSON = comparable(pod.status);
       this.entries.set(uid, e);
     }
+    // A pod's phase never goes back from Succeeded or Failed (a late status made before the end).
+    const terminal = (p?: string) => p === 'Succeeded' || p === 'Failed';
+    if (terminal(e.latest?.phase) && !terminal(status.phase)) return;
     e.latest = status;
     const json = comparable(status);
     if (json === e.sentJSON && !e.inFlight) {

@@ -80,7 +80,7 @@ test('the Lease in kube-node-lease is held by the node and renewed about every 1
   assert.ok(gap >= 8 && gap <= 12, `renewed after ${gap.toFixed(1)} s`);
 });
 
-test('admission: a pod beyond maxPods is Failed OutOfpods, one asking for more CPU than allocatable OutOfcpu; neither reaches the runtime', async () => {
+test('admission: a pod beyond maxPods is Failed OutOfpods, one asking for more CPU than allocatable OutOfcpu, SysctlForbidden, PodOSNotSupported; none reaches the runtime', async () => {
   const fits = await Promise.all([0, 1, 2].map((i) => createPod(node, `fit${i}`, { containers: [container('c', 'sleep 3600')] })));
   await Promise.all(fits.map((p) => waitPod(p, 'Running', 30_000, running)));
   const extra = await createPod(node, 'extra', { containers: [container('c', 'sleep 3600')] });
@@ -101,7 +101,15 @@ test('admission: a pod beyond maxPods is Failed OutOfpods, one asking for more C
     assert.equal(sandboxes.length, 0, `${p.metadata!.name} never reached the runtime`);
     assert.equal((await getPod(p)).status!.phase, 'Failed', 'and stays Failed');
   }
-  await Promise.all([...fits.slice(1), extra, greedy].map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: 'default', gracePeriodSeconds: 1 })));
+  // Sysctls the node does not allow, and a pod for another OS: refused before anything runs too.
+  const sysctl = await createPod(node, 'sysctl', { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '10000' }] }, containers: [container('c', 'sleep 3600')] });
+  const windows = await createPod(node, 'windows', { os: { name: 'windows' }, containers: [{ name: 'c', image: 'nodelet.test/busybox:1' }] });
+  const forbidden = await waitPod(sysctl, 'rejected', 15_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
+  assert.equal(forbidden.status!.reason, 'SysctlForbidden');
+  assert.equal(forbidden.status!.message, 'forbidden sysctl: "kernel.msgmax" not allowlisted');
+  const os = await waitPod(windows, 'rejected', 15_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
+  assert.equal(os.status!.reason, 'PodOSNotSupported');
+  await Promise.all([...fits.slice(1), extra, greedy, sysctl, windows].map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: 'default', gracePeriodSeconds: 1 })));
 });
 
 test('stopping containerd makes the node NotReady with the runtime\'s reason; starting it makes it Ready again', async () => {

@@ -256,6 +256,30 @@ test('changing a container image in place: killed as "definition changed" and st
   assert.equal(killing?.involvedObject.fieldPath, 'spec.containers{c}');
 });
 
+test('an ephemeral container added to a running pod runs (once), beside the others, in the target\'s PID namespace where the runtime has them', async () => {
+  const created = await createPod(node, 'debug', { containers: [container('app', loop)] });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  await core.patchNamespacedPodEphemeralcontainers(
+    {
+      name: pod.metadata!.name!,
+      namespace: NS,
+      body: { spec: { ephemeralContainers: [{ name: 'debugger', image: env.testImage, command: ['sh', '-c', 'echo polo; exec sleep 3600'], targetContainerName: 'app' }] } },
+    },
+    (await import('@kubernetes/client-node')).setHeaderOptions('Content-Type', 'application/strategic-merge-patch+json'),
+  );
+  const debugged = await waitPod(pod, 'the ephemeral container running', 30_000, (p) => (p.status?.ephemeralContainerStatuses?.[0]?.state?.running ? p : undefined));
+  const es = debugged.status!.ephemeralContainerStatuses![0]!;
+  assert.equal(es.name, 'debugger');
+  assert.equal(es.ready, false, 'never ready');
+  assert.equal(debugged.status!.containerStatuses![0]!.restartCount, 0, 'the app is not touched');
+  const id = es.containerID!.replace(`${rt.idScheme}://`, '');
+  const out = await cri.execSync(id, ['echo', 'marco'], 10);
+  assert.equal(Buffer.from(out.stdout).toString().trim(), 'marco');
+  const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'debugger', '0.log');
+  await eventually('its output in its log', 10_000, async () => (existsSync(log) && readFileSync(log, 'utf8').includes('polo') ? true : undefined));
+  assert.ok((await podEvents(pod)).some((e) => e.reason === 'Started' && e.involvedObject.fieldPath === 'spec.ephemeralContainers{debugger}'));
+});
+
 test('/metrics serves the kubelet\'s metric names with real observations, /healthz answers ok', async () => {
   const health = await fetch(`http://127.0.0.1:${agent.localPort}/healthz`);
   assert.equal(await health.text(), 'ok');

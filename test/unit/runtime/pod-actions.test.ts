@@ -428,3 +428,12 @@ test('the table covers at least the kubelet\'s 15 regular and 12 init-container 
   assert.ok(regular.length >= 15, `${regular.length} regular cases`);
   assert.ok(initCases.length >= 12, `${initCases.length} init cases`);
 });
+
+test('ephemeral containers: started once when they have no status, even while init containers run; never restarted', () => {
+  const pod = initPod();
+  pod.spec!.ephemeralContainers = [{ name: 'dbg', image: 'i' }];
+  const status = onlyInits(pod, [initStatus(pod, 0, 'running')]);
+  assert.deepEqual(computePodActions(pod, status).ephemeralContainersToStart, [0]);
+  status.containerStatuses.push(containerStatus({ name: 'dbg' }, 'exited', { exitCode: 1 }));
+  assert.deepEqual(computePodActions(pod, status).ephemeralContainersToStart, [], 'an exited ephemeral container stays exited');
+});

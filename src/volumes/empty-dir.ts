@@ -48,7 +48,9 @@ export const emptyDirPlugin: VolumePlugin = {
     }
     // Its mode and group are set when it is made, never again: what the containers wrote is theirs.
     if (!existed || mountedNow) {
-      await chmod(dir, 0o777);
+      // As the kubelet: permission bits set only when they differ, so a tmpfs root keeps its sticky bit (1777).
+      const mode = (await stat(dir)).mode;
+      if ((mode & 0o777) !== 0o777) await chmod(dir, 0o777);
       const fsGroup = podFsGroup(ctx.pod);
       if (fsGroup !== undefined) await applyFsGroup(dir, fsGroup, false).catch(() => undefined);
     }

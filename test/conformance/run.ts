@@ -18,7 +18,7 @@ import { cpus, homedir, hostname, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { clusterEnv, projectRoot } from '../support/cluster.js';
 import { AGENT_KINDS, clearNodes, startConformanceAgent, waitNodeDrained, type AgentKind } from './agents.js';
-import { classify } from './causes.js';
+import { classify, RULES } from './causes.js';
 import { readReport, selectedSpecs } from './report.js';
 import { agentResult, mergeResults, renderSummary, renderTable, replaceBetweenMarkers, type Results } from './results.js';
 
@@ -183,7 +183,7 @@ async function main(): Promise<void> {
     const outcomes = readReport(JSON.parse(readFileSync(report, 'utf8')), selection.map((s) => s.spec));
     results = mergeResults(results, {
       agents: {
-        [kind]: agentResult(kind, outcomes, classify, { date: new Date(t0).toISOString(), commit, machine: machine(), version: agent.version, procs, seconds }),
+        [kind]: agentResult(kind, outcomes, (o) => classify(o, RULES, kind), { date: new Date(t0).toISOString(), commit, machine: machine(), version: agent.version, procs, seconds }),
       },
     });
     writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
@@ -216,7 +216,7 @@ function reclassify(resultsFile: string, work: string): void {
     if (!a || !existsSync(report)) continue;
     const outcomes = readReport(JSON.parse(readFileSync(report, 'utf8')), selection);
     const { date, commit, machine, version, procs, seconds } = a;
-    results = mergeResults(results, { agents: { [kind]: agentResult(kind, outcomes, classify, { date, commit, machine, version, procs, seconds }) } });
+    results = mergeResults(results, { agents: { [kind]: agentResult(kind, outcomes, (o) => classify(o, RULES, kind), { date, commit, machine, version, procs, seconds }) } });
   }
   finish(results, resultsFile, resultsFile === join(projectRoot, 'test/conformance/results/latest.json'));
 }

@@ -121,7 +121,7 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
     await waitPod(created, 'Running once the ConfigMap exists', 40_000, running);
   });
 
-  test('emptyDir is shared by the pod\'s containers; medium Memory is a tmpfs; secrets are files', async () => {
+  test('emptyDir is shared by the pod\'s containers; medium Memory is a tmpfs (mode 1777); secrets are files', async () => {
     const sname = `s-${randomBytes(3).toString('hex')}`;
     await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: sname }, stringData: { password: 'p4ss' } } });
     try {
@@ -129,13 +129,14 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
         restartPolicy: 'Never',
         volumes: [{ name: 'shared', emptyDir: {} }, { name: 'mem', emptyDir: { medium: 'Memory' } }, { name: 's', secret: { secretName: sname, defaultMode: 0o400 } }],
         initContainers: [container('writer', 'echo from-init > /shared/note', { volumeMounts: [{ name: 'shared', mountPath: '/shared' }] })],
-        containers: [container('reader', 'cat /shared/note; grep " /mem " /proc/mounts | cut -d" " -f3; cat /s/password; echo; stat -L -c %a /s/password', {
+        containers: [container('reader', 'cat /shared/note; grep " /mem " /proc/mounts | cut -d" " -f3; cat /s/password; echo; stat -L -c %a /s/password; stat -c %a /mem /shared', {
           volumeMounts: [{ name: 'shared', mountPath: '/shared' }, { name: 'mem', mountPath: '/mem' }, { name: 's', mountPath: '/s' }],
         })],
       });
       const pod = await waitPod(created, 'Succeeded', 60_000, done);
       assert.equal(pod.status!.phase, 'Succeeded', JSON.stringify(pod.status?.containerStatuses));
-      assert.deepEqual((await output(pod)).split('\n').slice(0, 4), ['from-init', 'tmpfs', 'p4ss', '400']);
+      // A tmpfs keeps its sticky bit (1777), as the kubelet leaves it; a disk emptyDir is 0777.
+      assert.deepEqual((await output(pod)).split('\n').slice(0, 6), ['from-init', 'tmpfs', 'p4ss', '400', '1777', '777']);
     } finally {
       await core.deleteNamespacedSecret({ name: sname, namespace: NS }).catch(() => undefined);
     }

@@ -28,9 +28,10 @@ export const RULES: CauseRule[] = [
     seen: /owner [GU]ID of "[^"]*": 65534/,
   },
   {
-    // Every pod of the process runtime is on the host's network: the servers of specs that run at
-    // once (agnhost on 8080, 80, 5000) take each other's port, exit, and back off.
-    cause: 'the process runtime\'s pods share the host\'s network: servers of specs running at once collide on their fixed ports and exit (per-pod networks: issue 15)',
+    // Every pod of the process runtime is on the host's network: two agnhost servers on one port
+    // (8080, 80, 5000: a hook spec's handler pod and its hook pod, or two specs at once) cannot
+    // both listen; one exits and backs off. Run alone, the hook specs fail the same way.
+    cause: 'the process runtime\'s pods share the host\'s network: two servers on one fixed port (a spec\'s own pods, or parallel specs\') collide and one exits (per-pod networks: issue 15)',
     seen: /BackOff: Back-off restarting failed container/,
     agents: ['process'],
   },

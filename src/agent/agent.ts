@@ -452,7 +452,10 @@ export class Agent implements PodSyncer {
     const apiIPs = (pre.podIPs ?? []).map((p) => p.ip).filter(Boolean);
     const result = await syncPod(this.deps, pod, apiIPs.length ? { ...before, ips: apiIPs } : before);
     this.lastSync.set(uid, result);
-    const after = await getPodStatus(this.deps, uid, name, namespace);
+    // Nothing was started or killed: the runtime is as it was read before the sync (PLEG wakes the
+    // pod on any change behind its back), and a second read of it would cost 4 CRI calls for nothing.
+    const idle = !result.syncError && result.results.every((r) => r.action === 'ConfigPodSandbox' && !r.failed);
+    const after = idle ? { ...before, timestamp: this.clock.now() } : await getPodStatus(this.deps, uid, name, namespace);
     const status = generateAPIPodStatus({ pod, runtime: after, lastSync: result, nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes });
     this.statusManager.setPodStatus(pod, status);
     this.observeStart(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);

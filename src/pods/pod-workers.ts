@@ -94,6 +94,10 @@ export class PodWorkers {
       if (!pod.metadata?.deletionTimestamp) return;
     }
     if ((pod.metadata?.deletionTimestamp || type === 'delete') && w.phase === 'syncing') this.startTerminating(w);
+    // A periodic resync of the source brings nothing new: a pod already waiting for its own (jittered)
+    // resync or back-off keeps that timer (the kubelet's pod source has no resync at all). Otherwise
+    // every pod of the node would sync in the same instant, every informer resync period.
+    if (type === 'sync' && w.phase === 'syncing' && w.timer && !w.running && !w.pending) return;
     this.enqueue(w, type);
   }
 

@@ -18,9 +18,12 @@ export async function setUpAtomicVolume(ctx: VolumeContext, plugin: PluginName, 
   } catch (err) {
     throw err instanceof VolumeSetUpError ? err : new VolumeSetUpError(name, (err as Error).message);
   }
-  await mkdir(dir, { recursive: true, mode: 0o750 });
-  await chmod(dir, 0o777);
-  if (memory && !(await ctx.host.mounter.isMountPoint(dir))) await ctx.host.mounter.mountTmpfs(dir);
+  // A remount of what this process set up at that path: the directory (and its tmpfs) are there.
+  if (ctx.previous?.path !== dir) {
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    await chmod(dir, 0o777);
+    if (memory && !(await ctx.host.mounter.isMountPoint(dir))) await ctx.host.mounter.mountTmpfs(dir);
+  }
   const fsGroup = podFsGroup(ctx.pod);
   try {
     await writeAtomic(dir, payload, fsGroup === undefined ? undefined : (ts) => applyFsGroup(ts, fsGroup, true));

@@ -22,6 +22,8 @@ export interface VolumeContext {
   pod: V1Pod;
   volume: V1Volume;
   host: VolumeHost;
+  /** What this volume's last set-up made, when it is being set up again (a remount). */
+  previous?: MountedVolume;
 }
 
 export interface MountedVolume {

@@ -39,6 +39,7 @@ export function newVolumes(opts: { rootDir: string; kube?: KubeClient; recorder:
       getSecret: async (ns, name) => (await ss.get(ns, name)) as V1Secret | undefined,
     };
   }
+  let hostCPUs: number | undefined;
   const host: VolumeHost = {
     paths: new PodPaths(opts.rootDir),
     mounter: hostMounter,
@@ -46,8 +47,7 @@ export function newVolumes(opts: { rootDir: string; kube?: KubeClient; recorder:
     tokens: kube ? new TokenManager(kube, clock) : undefined,
     allocatable: () => {
       const a = opts.node()?.status?.allocatable ?? {};
-      const q = (v: string | undefined, fallback: number) => (v ? parseQuantity(v) : fallback);
-      return { cpu: q(a.cpu, os.cpus().length), memory: q(a.memory, os.totalmem()) };
+      return { cpu: a.cpu ? parseQuantity(a.cpu) : (hostCPUs ??= os.cpus().length), memory: a.memory ? parseQuantity(a.memory) : os.totalmem() };
     },
   };
   const manager = new VolumeManager({ host, recorder: opts.recorder, logger, configMaps, secrets });

@@ -112,7 +112,7 @@ export class VolumeManager {
       const plugin = pluginFor(volume);
       try {
         if (!plugin) throw new VolumeSetUpError(volume.name, `volume type ${volumeKind(volume)} is not supported by nodelet`);
-        have.set(volume.name, await plugin.setUp({ pod, volume, host: this.opts.host }));
+        have.set(volume.name, await plugin.setUp({ pod, volume, host: this.opts.host, previous: done }));
       } catch (err) {
         const e = err instanceof VolumeSetUpError ? err : new VolumeSetUpError(volume.name, (err as Error).message);
         // A volume set up before keeps its last content: its pod goes on, with the event.

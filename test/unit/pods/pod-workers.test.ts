@@ -218,3 +218,25 @@ test('stop waits for running syncs and leaves pods alone', async () => {
   await settle();
   assert.deepEqual(syncer.calls, ['sync a rv=1 create']);
 });
+
+test('a resync of the pod source does not cut short a pod\'s own (jittered) resync: no node-wide burst', async () => {
+  const { clock, syncer, workers } = setup({ random: () => 0.5 });
+  workers.updatePod(pod('a', '1'), 'create');
+  workers.updatePod(pod('b', '1'), 'create');
+  await settle();
+  syncer.calls = [];
+  // The informer's periodic resync hands every pod over again: nothing new, nothing synced.
+  workers.updatePod(pod('a', '1'), 'sync');
+  workers.updatePod(pod('b', '1'), 'sync');
+  await settle();
+  assert.deepEqual(syncer.calls, []);
+  // Each pod syncs on its own timer (60 s + jitter), as the kubelet's do.
+  clock.step(90_000);
+  await settle();
+  assert.deepEqual(syncer.calls.sort(), ['sync a rv=1 sync', 'sync b rv=1 sync']);
+  // A real update still syncs at once.
+  syncer.calls = [];
+  workers.updatePod(pod('a', '2'), 'update');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync a rv=2 update']);
+});

@@ -234,17 +234,22 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
   });
 
   test('logs rotate at containerLogMaxSize, at most containerLogMaxFiles are kept, and a follower reads on across rotations', async () => {
-    const pod = await createPod(node, 'rotating', { containers: [container('c', 'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo "line $i ................................................"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done; exec sleep 3600')] });
-    await waitPod(pod, 'running', 60_000, running);
+    // It writes only once the follower is there: what was rotated away before it came is not
+    // followed (on the kubelet neither), and a slow start of kubectl must not lose lines.
+    const pod = await createPod(node, 'rotating', { containers: [container('c', 'echo ready; while [ ! -f /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo "line $i ................................................"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done; exec sleep 3600')] });
+    const started = await waitPod(pod, 'running', 60_000, running);
     const follower = spawn(env.kubectl, ['--kubeconfig', env.kubeconfig, 'logs', '-f', pod.metadata!.name!], { stdio: ['ignore', 'pipe', 'pipe'] });
     let seen = '';
     follower.stdout.on('data', (b: Buffer) => (seen += b.toString()));
     try {
+      await eventually('the follower reading', 30_000, async () => (seen.includes('ready') ? true : undefined));
+      const go = kubectl(['exec', started.metadata!.name!, '--', 'touch', '/tmp/go']);
+      assert.equal(go.code, 0, show(go));
       await eventually('the last line through the follower', 60_000, async () => (seen.includes('line 3000 ') ? true : undefined));
     } finally {
       follower.kill('SIGTERM');
     }
-    const numbers = seen.split('\n').filter(Boolean).map((l) => Number(/^line (\d+) /.exec(l)?.[1]));
+    const numbers = seen.split('\n').filter((l) => l.startsWith('line ')).map((l) => Number(/^line (\d+) /.exec(l)?.[1]));
     assert.deepEqual(numbers, Array.from({ length: 3000 }, (_, i) => i + 1), 'every line once, in order, across rotations');
     const dir = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c');
     const files = readdirSync(dir);

@@ -10,7 +10,8 @@ import type { RunInContainer } from './exec.js';
 import { runProbe } from './prober.js';
 import { ResultsManager, type ProbeResult, type ResultUpdate } from './results.js';
 import type { ProbeType } from './types.js';
-import { ProbeWorker, type WorkerHost } from './worker.js';
+import { bareContainerID, ProbeWorker, runningSinceBeforeRestart, type WorkerHost } from './worker.js';
+import { isRestartableInitContainer } from '../runtime/pod-actions.js';
 
 export interface ProbeManagerDeps {
   clock: Clock;
@@ -23,23 +24,12 @@ export interface ProbeManagerDeps {
   random?: () => number;
 }
 
-const RESTART_GRACE_MS = 10_000;
 const TYPES: ProbeType[] = ['Startup', 'Readiness', 'Liveness'];
 
 const key = (uid: string, container: string, type: ProbeType) => `${uid}/${container}/${type}`;
 
-export function isRestartableInit(c: V1Container): boolean {
-  return c.restartPolicy === 'Always';
-}
-
 function probeOf(c: V1Container, type: ProbeType) {
   return type === 'Startup' ? c.startupProbe : type === 'Readiness' ? c.readinessProbe : c.livenessProbe;
-}
-
-function bareID(id: string | undefined): string {
-  if (!id) return '';
-  const i = id.indexOf('://');
-  return i < 0 ? id : id.slice(i + 3);
 }
 
 export class ProbeManager {
@@ -70,7 +60,7 @@ export class ProbeManager {
 
   /** Probed containers: the app containers and the sidecars. */
   private probed(pod: V1Pod): Array<{ c: V1Container; init: boolean }> {
-    return [...(pod.spec?.containers ?? []).map((c) => ({ c, init: false })), ...(pod.spec?.initContainers ?? []).filter(isRestartableInit).map((c) => ({ c, init: true }))];
+    return [...(pod.spec?.containers ?? []).map((c) => ({ c, init: false })), ...(pod.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => ({ c, init: true }))];
   }
 
   /** Starts the workers a pod's probes need (those already running are kept, and see the newest pod). */
@@ -134,32 +124,27 @@ export class ProbeManager {
     if (result !== 'Failure') m.proberProbeDuration.observe({ probe_type: w.type, container: w.container.name, pod: name, namespace }, seconds);
   }
 
-  private fromBeforeRestart(s: V1ContainerStatus): boolean {
-    const at = s.state?.running?.startedAt ? new Date(s.state.running.startedAt).getTime() : undefined;
-    return at !== undefined && at < this.startedAt - RESTART_GRACE_MS;
-  }
-
   private isStarted(pod: V1Pod, s: V1ContainerStatus): boolean {
     if (!s.state?.running) return false;
-    const r = this.startup.get(bareID(s.containerID));
+    const r = this.startup.get(bareContainerID(s.containerID));
     if (r !== undefined) return r === 'Success';
     // Started before the agent restarted, and the API said so: still started.
     const before = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find((o) => o.containerID === s.containerID);
-    if (before?.started && this.fromBeforeRestart(s)) return true;
+    if (before?.started && runningSinceBeforeRestart(s, this.startedAt)) return true;
     // A startup probe that has not judged yet: not started; none at all: started.
     return !this.workers.has(key(pod.metadata?.uid ?? '', s.name, 'Startup'));
   }
 
   private isReady(pod: V1Pod, s: V1ContainerStatus, spec: V1Container | undefined): boolean {
     if (!s.state?.running) return false;
-    const id = bareID(s.containerID);
+    const id = bareContainerID(s.containerID);
     const r = this.readiness.get(id);
     if (r === 'Success') return true;
     const w = this.workers.get(key(pod.metadata?.uid ?? '', s.name, 'Readiness'));
     // No readiness probe: ready once started. One that has not run yet: run it now.
     let ready = !w;
     w?.trigger();
-    if (this.fromBeforeRestart(s)) {
+    if (runningSinceBeforeRestart(s, this.startedAt)) {
       // An agent restart does not make a ready pod flap: until probed, as the API last had it.
       if (!ready && r === undefined) ready = true;
       const podReady = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
@@ -179,7 +164,7 @@ export class ProbeManager {
       const spec = pod.spec?.initContainers?.find((c) => c.name === s.name);
       const started = this.isStarted(pod, s);
       s.started = started;
-      if (!spec || !isRestartableInit(spec)) {
+      if (!spec || !isRestartableInitContainer(spec)) {
         // A completed init container is ready; a running or failed one is not.
         s.ready = s.state?.terminated?.exitCode === 0;
         continue;

@@ -27,9 +27,17 @@ export interface WorkerHost {
 /** The kubelet's grace for telling containers that ran before a restart of the agent. */
 const RESTART_GRACE_MS = 10_000;
 
-function bareID(id: string): string {
+/** "containerd://abc" -> "abc": results are keyed by the runtime's own ID. */
+export function bareContainerID(id: string | undefined): string {
+  if (!id) return '';
   const i = id.indexOf('://');
   return i < 0 ? id : id.slice(i + 3);
+}
+
+/** Whether a running container started before the agent (that started at `agentStart`) did. */
+export function runningSinceBeforeRestart(s: V1ContainerStatus, agentStart: number): boolean {
+  const at = s.state?.running?.startedAt ? new Date(s.state.running.startedAt).getTime() : undefined;
+  return at !== undefined && at < agentStart - RESTART_GRACE_MS;
 }
 
 export class ProbeWorker {
@@ -137,14 +145,13 @@ export class ProbeWorker {
     if (status.phase === 'Failed' || status.phase === 'Succeeded') return false;
     const c = this.findStatus(status);
     if (!c) return true; // no container yet
-    const id = bareID(c.containerID!);
+    const id = bareContainerID(c.containerID);
     if (id !== this.containerID) {
       if (this.containerID) this.host.results(this.type).remove(this.containerID);
       this.containerID = id;
       // A container that ran before the agent restarted keeps its state until probed, so that a
       // ready pod does not flap to not ready on a restart of the agent.
-      const runningAt = c.state?.running?.startedAt ? new Date(c.state.running.startedAt).getTime() : undefined;
-      const fromBefore = runningAt !== undefined && runningAt < this.host.startedAt - RESTART_GRACE_MS;
+      const fromBefore = runningSinceBeforeRestart(c, this.host.startedAt);
       if (this.restartableInit && this.type === 'Startup' && c.started) this.set('Success');
       if (!fromBefore) this.set(this.initialValue!);
       this.onHold = false;

@@ -3,6 +3,7 @@
 // sidecars after it have stopped, or until its grace period runs out.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../util/clock.js';
+import { isRestartableInitContainer } from './pod-actions.js';
 
 interface Gate {
   done: Promise<void>;
@@ -31,7 +32,7 @@ export class TerminationOrdering {
     let laterSidecar: string | undefined;
     for (const c of [...(pod.spec?.initContainers ?? [])].reverse()) {
       this.terminated.set(c.name, gate(!running.has(c.name)));
-      if (c.restartPolicy !== 'Always') continue;
+      if (!isRestartableInitContainer(c)) continue;
       const waits = [...mains];
       if (laterSidecar) waits.push(this.terminated.get(laterSidecar)!);
       this.prereqs.set(c.name, waits);
@@ -57,5 +58,5 @@ export class TerminationOrdering {
 }
 
 export function hasRestartableInitContainer(pod: V1Pod | undefined): boolean {
-  return (pod?.spec?.initContainers ?? []).some((c) => c.restartPolicy === 'Always');
+  return (pod?.spec?.initContainers ?? []).some(isRestartableInitContainer);
 }

@@ -547,6 +547,9 @@ export class Agent implements PodSyncer {
     try {
       this.services?.retain(this.pods().map((p) => p.metadata?.namespace ?? ''));
       this.probes.cleanupPods((uid) => this.workers.isKnown(uid));
+      // Back-offs quiet for twice their maximum are forgotten, so a long-lived node's maps stay small.
+      this.deps.crashLoopBackoff.gc();
+      this.deps.imageManager.gc();
       const running = await getPods(this.deps, false);
       this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
       for (const p of running) {

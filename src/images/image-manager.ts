@@ -84,6 +84,8 @@ export class ImageManager {
   private readonly backoff: Backoff;
   private readonly serialize: boolean;
   private readonly limiter: TokenBucket;
+  /** The last pull error per back-off key, so the back-off's message says what failed. */
+  private readonly lastPullError = new Map<string, string>();
 
   constructor(private readonly opts: ImageManagerOptions) {
     this.backoff = new Backoff(opts.clock, opts.backoffInitialMs ?? 10_000, opts.backoffMaxMs ?? 300_000);
@@ -120,13 +122,14 @@ export class ImageManager {
       recorder.event(ref, 'Warning', EventReasons.ErrImageNeverPullPolicy, msg);
       throw new SyncError(Reasons.ImageNeverPull, msg);
     }
-    const key = `${image}_${pod.metadata?.uid ?? ''}`;
-    const now = this.opts.clock.now();
-    if (this.backoff.isInBackOffSince(key, now)) {
+    const key = `${pod.metadata?.uid ?? ''}_${image}`;
+    if (this.backoff.isInBackOffSinceUpdate(key, this.opts.clock.now())) {
       const msg = `Back-off pulling image "${image}"`;
       recorder.event(ref, 'Normal', EventReasons.BackOffPullImage, msg);
-      throw new SyncError(Reasons.ImagePullBackOff, msg);
+      const last = this.lastPullError.get(key);
+      throw new SyncError(Reasons.ImagePullBackOff, last === undefined ? msg : `${msg}: ${Reasons.ImagePull}: ${last}`);
     }
+    this.lastPullError.delete(key);
     recorder.event(ref, 'Normal', EventReasons.PullingImage, `Pulling image "${image}"`);
     const started = this.opts.clock.now();
     try {
@@ -140,10 +143,21 @@ export class ImageManager {
       this.backoff.reset(key);
       return imageRef;
     } catch (err) {
+      const cause = (err as Error).message;
+      recorder.event(ref, 'Warning', EventReasons.FailedToPullImage, `Failed to pull image "${image}": ${cause}`);
       this.backoff.next(key, this.opts.clock.now());
-      const msg = `Failed to pull image "${image}": ${(err as Error).message}`;
-      recorder.event(ref, 'Warning', EventReasons.FailedToPullImage, msg);
-      throw new SyncError(Reasons.ImagePull, msg, { cause: err });
+      this.lastPullError.set(key, cause);
+      throw new SyncError(Reasons.ImagePull, cause, { cause: err });
     }
+  }
+
+  /** Forgets back-offs (and their last errors) quiet for twice the maximum: housekeeping calls it. */
+  gc(): void {
+    this.backoff.gc();
+    for (const key of this.lastPullError.keys()) if (this.backoff.get(key) === 0) this.lastPullError.delete(key);
+  }
+
+  backoffEntries(): number {
+    return this.backoff.size();
   }
 }

@@ -39,6 +39,13 @@ export class Backoff {
     return this.clock.now() - eventTime < e.backoffMs;
   }
 
+  /** Whether `key` is still backing off from its last recorded failure (how the kubelet asks for image pulls). */
+  isInBackOffSinceUpdate(key: string, now: number): boolean {
+    const e = this.entries.get(key);
+    if (!e || this.expired(now, e)) return false;
+    return now - e.lastUpdate < e.backoffMs;
+  }
+
   /** Milliseconds left of the backoff from `eventTime` (0 when none). */
   remaining(key: string, eventTime: number): number {
     return this.isInBackOffSince(key, eventTime) ? this.get(key) - (this.clock.now() - eventTime) : 0;

@@ -43,8 +43,18 @@ test('an image that is not present and cannot be pulled: ErrImagePull, then Imag
   const w = await waitingReason(pod, ['ErrImagePull', 'ImagePullBackOff']);
   assert.match(w.message ?? '', /nodelet\.test\/not-here:1/);
   await warning(pod, 'Failed', /^Failed to pull image "nodelet\.test\/not-here:1": /);
-  await waitingReason(pod, ['ImagePullBackOff']);
+  const backingOff = await waitingReason(pod, ['ImagePullBackOff']);
+  assert.match(backingOff.message ?? '', /^Back-off pulling image "nodelet\.test\/not-here:1": ErrImagePull: /);
   assert.equal((await getPod(pod)).status!.phase, 'Pending');
+  // The back-off ends 10 s after the failed pull (then 20 s, 40 s ...): the pull is tried again well within a minute.
+  const deadline = Date.now() + 60_000;
+  let pulls = 0;
+  while (Date.now() < deadline) {
+    pulls = (await podEvents(pod)).find((e) => e.reason === 'Pulling')?.count ?? 0;
+    if (pulls >= 2) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  assert.ok(pulls >= 2, `pulled again after the first back-off (Pulling seen ${pulls} times)`);
 });
 
 test('imagePullPolicy Never with a missing image: ErrImageNeverPull', async () => {

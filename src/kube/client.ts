@@ -1,6 +1,7 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
 import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { UserInfo } from '../server/auth.js';
+import { podStatusPatch, STRATEGIC_MERGE_PATCH } from '../status/patch.js';
 import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
 
 export { ApiError } from './rest.js';
@@ -110,7 +111,7 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
 
   patchPodStatus(namespace: string, name: string, uid: string, status: V1PodStatus): Promise<V1Pod> {
     // metadata.uid in the patch is a precondition: a recreated pod of the same name is left alone.
-    return this.rest.request('PATCH', `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}/status`, { body: { metadata: { uid }, status }, contentType: MERGE_PATCH });
+    return this.rest.request('PATCH', `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}/status`, { body: podStatusPatch(uid, status), contentType: STRATEGIC_MERGE_PATCH });
   }
 
   async deletePod(namespace: string, name: string, uid: string): Promise<void> {

@@ -5,6 +5,7 @@ import { isStaticPod } from '../pods/static-pods.js';
 import { podQOSClass } from '../runtime/resources.js';
 import { containerShouldRestart } from '../runtime/restart-policy.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
+import { KUBELET_CONDITIONS } from './patch.js';
 import { formatContainerID, type ContainerStatus, type PodStatus } from '../runtime/types.js';
 
 export interface GenerateInput {
@@ -197,8 +198,6 @@ function condition(type: string, ok: boolean, now: number, old: V1PodCondition[]
   return { type, status, lastTransitionTime, lastProbeTime: null as unknown as undefined, ...(ok ? {} : { reason, message }) };
 }
 
-/** The conditions the kubelet owns and writes; every other one is left as it is. */
-const KUBELET_CONDITIONS = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers', 'PodResizePending', 'PodResizeInProgress']);
 
 const containersReadyOk = (notReady: string[], completed: boolean) => notReady.length === 0 && !completed;
 

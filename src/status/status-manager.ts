@@ -1,5 +1,5 @@
-// The status manager: keeps each pod's API status current. A status is sent (merge-patch to
-// pods/status, UID as precondition) only when it differs from the last one sent; one request per
+// The status manager: keeps each pod's API status current. A status is sent (strategic merge patch
+// to pods/status, UID as precondition) only when it differs from the last one sent; one request per
 // pod is in flight at a time and newer statuses replace queued ones; conflicts and errors retry;
 // a pod that no longer exists is dropped quietly.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';

@@ -4,6 +4,10 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
+import { KubeClient } from '../../src/kube/client.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { StatusManager } from '../../src/status/status-manager.js';
+import { realClock } from '../../src/util/clock.js';
 import { clusterEnv } from '../support/cluster.js';
 
 const env = clusterEnv();
@@ -72,4 +76,56 @@ test('a Pod is created, read, watched and deleted with client-node', async () =>
   await deleted;
   assert.deepEqual(seen.filter((s) => !s.startsWith('MODIFIED')), [`ADDED ${name}`, `DELETED ${name}`]);
   await assert.rejects(core.readNamespacedPod({ name, namespace }), (e: unknown) => (e as { code?: number }).code === 404);
+});
+
+test('pod status goes as the kubelet sends it: conditions others wrote meanwhile survive, old IPs and dropped conditions go', async () => {
+  const name = `statuspatch-${randomUUID().slice(0, 8)}`;
+  const namespace = 'default';
+  const created = await core.createNamespacedPod({ namespace, body: { metadata: { name }, spec: { nodeName: 'no-such-node', containers: [{ name: 'c', image: env.testImage }] } } });
+  const uid = created.metadata!.uid!;
+  try {
+    const client = KubeClient.fromFile(env.kubeconfig);
+    const manager = new StatusManager(client, realClock, silentLogger());
+    // A controller writes its conditions after the agent last read the pod (the agent's copy is stale).
+    const theirs = [
+      { type: 'DisruptionTarget', status: 'True', reason: 'PreemptionByScheduler', message: 'preempted' },
+      { type: 'example.com/gate', status: 'True' },
+    ];
+    await client.rest.request('PATCH', `/api/v1/namespaces/${namespace}/pods/${name}/status`, { body: { status: { conditions: theirs } }, contentType: 'application/strategic-merge-patch+json' });
+    const now = new Date();
+    const cond = (type: string, status: string) => ({ type, status, lastTransitionTime: now });
+    manager.setPodStatus(created, {
+      phase: 'Running',
+      message: 'resizing',
+      conditions: [cond('Ready', 'True'), cond('ContainersReady', 'True'), cond('PodResizePending', 'True')],
+      podIP: '10.0.0.1',
+      podIPs: [{ ip: '10.0.0.1' }],
+      hostIP: '127.0.0.1',
+      hostIPs: [{ ip: '127.0.0.1' }],
+    });
+    await manager.flush();
+    let got = (await core.readNamespacedPod({ name, namespace })).status!;
+    const types = () => (got.conditions ?? []).map((c) => c.type).sort();
+    assert.deepEqual(types(), ['ContainersReady', 'DisruptionTarget', 'PodResizePending', 'Ready', 'example.com/gate']);
+    assert.ok(types().includes('DisruptionTarget') && types().includes('example.com/gate'), 'the controller\'s conditions are kept');
+    // A new sandbox (new IP), the resize done, no message: the API forgets the old ones.
+    manager.setPodStatus(created, {
+      phase: 'Running',
+      conditions: [cond('Ready', 'False'), cond('ContainersReady', 'True')],
+      podIP: '10.0.0.2',
+      podIPs: [{ ip: '10.0.0.2' }],
+      hostIP: '127.0.0.1',
+      hostIPs: [{ ip: '127.0.0.1' }],
+    });
+    await manager.flush();
+    got = (await core.readNamespacedPod({ name, namespace })).status!;
+    assert.deepEqual(got.podIPs, [{ ip: '10.0.0.2' }]);
+    assert.equal(got.podIP, '10.0.0.2');
+    assert.equal(got.message, undefined);
+    assert.ok(!types().includes('PodResizePending'), `PodResizePending removed: ${types()}`);
+    assert.equal(got.conditions!.find((c) => c.type === 'Ready')?.status, 'False');
+    assert.ok(types().includes('DisruptionTarget') && types().includes('example.com/gate'), 'and still kept');
+  } finally {
+    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
+  }
 });

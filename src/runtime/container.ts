@@ -1,7 +1,8 @@
 // Containers: start (image, config, create, start), kill with the kubelet's grace period rules,
 // statuses rebuilt from CRI labels/annotations, and removal of dead instances.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { isNotFound } from '../cri/errors.js';
 import type { ContainerConfig, Mount, PodSandboxConfig, ContainerStatus as CriContainerStatus } from '../cri/types.js';
 import { containerRef, EventReasons } from '../kube/object-ref.js';
@@ -20,7 +21,7 @@ import {
 } from './labels.js';
 import type { ContainerKillReason } from './pod-actions.js';
 import { linuxContainerResources } from './resources.js';
-import { podHostname, podSupplementalGroups } from './sandbox.js';
+import { podHostname, podLogDirectory, podSupplementalGroups } from './sandbox.js';
 import { servicesForPod, serviceEnvVars } from './service-env.js';
 import { readTerminationMessage } from './termination-message.js';
 import { runPostStartHook, runPreStopHook } from './hooks.js';
@@ -236,6 +237,22 @@ export function calculatePrivileged(allowPrivileged: boolean, privileged: boolea
   return allowPrivileged && privileged === true;
 }
 
+/** One more than the highest `<n>.log` (rotated or not) in a container's log directory; 0 when it has none. */
+export async function restartCountFromLogs(dir: string): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return 0;
+  }
+  let next = 0;
+  for (const name of names) {
+    const m = /^(\d+)\.log(\..*)?$/.exec(name);
+    if (m) next = Math.max(next, Number(m[1]) + 1);
+  }
+  return next;
+}
+
 /**
  * Starts one container: image, config, create, start, with the kubelet's events.
  * Throws SyncError whose reason is the container's waiting reason (ErrImagePull, CreateContainerConfigError, ...).
@@ -253,9 +270,13 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     throw err;
   }
 
-  // The restart count lives on the previous instance; a new instance counts one more.
+  // The restart count lives on the previous instance; a new instance counts one more. Without one
+  // (the runtime lost it, or it was purged), the log files of earlier instances still count.
   const previous = findContainerStatusByName(input.podStatus, container.name);
-  const restartCount = previous ? previous.restartCount + 1 : 0;
+  const meta = pod.metadata ?? {};
+  const restartCount = previous
+    ? previous.restartCount + 1
+    : await restartCountFromLogs(join(podLogDirectory(deps.podLogRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? ''), container.name));
 
   let config: ContainerConfig;
   try {

@@ -1,7 +1,7 @@
 // syncPod, killContainer and GC against the in-memory runtime, on a fake clock.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { calculatePrivileged, killContainer, killGracePeriod } from '../../../src/runtime/container.js';
@@ -221,4 +221,21 @@ test('procMount Unmasked leaves /proc and /sys unmasked', async () => {
   await syncPod(deps, p, await status(deps, p));
   const c = [...runtime.containers.values()][0]!;
   assert.deepEqual([c.config.linux!.security_context!.masked_paths, c.config.linux!.security_context!.readonly_paths], [[], []]);
+});
+
+test('restartCount is recovered from the container log directory when the runtime has no earlier instance, and no log file is reused', async () => {
+  const { deps, runtime } = fakeDeps();
+  const p = pod();
+  // Earlier instances, since forgotten by the runtime (lost state, a purge): their logs remain, one rotated.
+  const dir = join(deps.podLogRoot, 'ns_web_uid-1', 'c');
+  mkdirSync(dir, { recursive: true });
+  for (const f of ['0.log', '1.log', '4.log.20261201-101010', '2.log', 'notes.txt']) writeFileSync(join(dir, f), 'x\n');
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.equal(result.error(), undefined);
+  const c = [...runtime.containers.values()][0]!;
+  assert.equal(c.config.annotations!['io.kubernetes.container.restartCount'], '5');
+  assert.equal(c.config.metadata!.attempt, 5);
+  assert.equal(c.config.log_path, 'c/5.log');
+  const st = await status(deps, p);
+  assert.equal(st.containerStatuses[0]!.restartCount, 5);
 });

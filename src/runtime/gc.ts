@@ -1,26 +1,118 @@
-// Container garbage collection: dead containers beyond the policy, sandboxes and log directories
-// of pods that are gone. The kubelet's containerGC, with its default policy.
+// Container garbage collection, as the kubelet's containerGC: every container that is not running
+// (exited, created but never started, unknown) beyond the policy, sandboxes that are neither ready
+// nor hold a container (but a live pod's newest), and log directories of pods that are gone. The
+// decisions are pure (planContainerGC, planSandboxGC); garbageCollect carries them out.
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { removeContainer } from './container.js';
-import type { RuntimeManagerDeps } from './deps.js';
-import { getPods } from './pod-status.js';
-import type { RunningContainer } from './types.js';
 import { isNotFound } from '../cri/errors.js';
+import type { Container, PodSandbox } from '../cri/types.js';
+import { killContainer, removeContainer } from './container.js';
+import type { RuntimeManagerDeps } from './deps.js';
+import { getContainerInfoFromLabels, NodeNameLabel } from './labels.js';
 
 export interface GCPolicy {
-  /** Dead containers younger than this are kept (the kubelet's MinAge: 1 min). */
+  /** Containers created more recently than this are kept (the kubelet's minimum-container-ttl-duration: 0). */
   minAgeMs: number;
-  /** Dead instances kept per (pod, container name) (MaxPerPodContainer: 1). */
+  /** Dead instances kept per (pod, container name) (maximum-dead-containers-per-container: 1). */
   maxPerPodContainer: number;
+  /** Dead containers kept on the node in all; negative for no limit (maximum-dead-containers: -1). */
+  maxContainers: number;
 }
 
-export const defaultGCPolicy: GCPolicy = { minAgeMs: 60_000, maxPerPodContainer: 1 };
+export const defaultGCPolicy: GCPolicy = { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 };
 
 export interface GCReport {
   containersRemoved: number;
   sandboxesRemoved: number;
   logDirsRemoved: number;
+}
+
+/** What GC needs of a container. */
+export interface GCContainer {
+  id: string;
+  name: string;
+  podUID: string;
+  sandboxID: string;
+  createdAt: number;
+  state: 'running' | 'created' | 'exited' | 'unknown';
+}
+
+export interface GCSandbox {
+  id: string;
+  podUID: string;
+  createdAt: number;
+  ready: boolean;
+}
+
+/** Answers for one pod: whether everything of it may go (it is deleted and terminated, or unknown once sources are ready). */
+export type PodGone = (uid: string) => boolean;
+
+const newestFirst = <T extends { createdAt: number }>(list: T[]) => [...list].sort((a, b) => b.createdAt - a.createdAt);
+
+/** The containers to remove, in the order to remove them. */
+export function planContainerGC(containers: GCContainer[], now: number, policy: GCPolicy, gone: PodGone): GCContainer[] {
+  const units = new Map<string, GCContainer[]>();
+  for (const c of containers) {
+    if (c.state === 'running' || now - c.createdAt < policy.minAgeMs) continue;
+    const key = `${c.podUID}/${c.name}`;
+    units.set(key, [...(units.get(key) ?? []), c]);
+  }
+  const remove: GCContainer[] = [];
+  // The oldest of a unit beyond `keep` go; what stays, newest first.
+  const trim = (list: GCContainer[], keep: number): GCContainer[] => {
+    const sorted = newestFirst(list);
+    remove.push(...sorted.slice(Math.max(keep, 0)).reverse());
+    return sorted.slice(0, Math.max(keep, 0));
+  };
+  for (const [key, list] of units) {
+    if (gone(list[0]!.podUID)) {
+      trim(list, 0);
+      units.delete(key);
+    }
+  }
+  if (policy.maxPerPodContainer >= 0) for (const [key, list] of units) units.set(key, trim(list, policy.maxPerPodContainer));
+  const total = () => [...units.values()].reduce((n, l) => n + l.length, 0);
+  if (policy.maxContainers >= 0 && total() > policy.maxContainers) {
+    // First evenly across units (at least one each), then the oldest of all.
+    const perUnit = Math.max(1, Math.floor(policy.maxContainers / units.size));
+    for (const [key, list] of units) units.set(key, trim(list, perUnit));
+    if (total() > policy.maxContainers) trim([...units.values()].flat(), policy.maxContainers);
+  }
+  return remove;
+}
+
+/**
+ * The sandboxes to remove: of a pod that is gone every inactive one, of a live pod every inactive
+ * one but its newest (which it still needs to tell whether it must make a new one). A sandbox is
+ * active while it is ready or any container of it remains (their restart counts live there).
+ */
+export function planSandboxGC(sandboxes: GCSandbox[], containers: GCContainer[], gone: PodGone): GCSandbox[] {
+  const withContainers = new Set(containers.map((c) => c.sandboxID));
+  const byPod = new Map<string, GCSandbox[]>();
+  for (const sb of sandboxes) byPod.set(sb.podUID, [...(byPod.get(sb.podUID) ?? []), sb]);
+  const remove: GCSandbox[] = [];
+  for (const [uid, list] of byPod) {
+    const candidates = gone(uid) ? newestFirst(list) : newestFirst(list).slice(1);
+    remove.push(...candidates.filter((sb) => !sb.ready && !withContainers.has(sb.id)).reverse());
+  }
+  return remove;
+}
+
+function gcContainer(c: Container): GCContainer {
+  const states = { CONTAINER_RUNNING: 'running', CONTAINER_CREATED: 'created', CONTAINER_EXITED: 'exited' } as const;
+  const info = getContainerInfoFromLabels(c.labels);
+  return {
+    id: c.id,
+    name: info.containerName || (c.metadata?.name ?? ''),
+    podUID: info.podUID,
+    sandboxID: c.pod_sandbox_id,
+    createdAt: Math.floor(Number(c.created_at) / 1e6),
+    state: states[c.state as keyof typeof states] ?? 'unknown',
+  };
+}
+
+function gcSandbox(sb: PodSandbox): GCSandbox {
+  return { id: sb.id, podUID: sb.metadata?.uid ?? '', createdAt: Math.floor(Number(sb.created_at) / 1e6), ready: sb.state === 'SANDBOX_READY' };
 }
 
 /**
@@ -29,57 +121,36 @@ export interface GCReport {
  */
 export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy, allSourcesReady: boolean): Promise<GCReport> {
   const report: GCReport = { containersRemoved: 0, sandboxesRemoved: 0, logDirsRemoved: 0 };
-  const now = deps.clock.now();
-  const pods = await getPods(deps, true);
-  const gone = (uid: string) => allSourcesReady && deps.podState.shouldPodContentBeRemoved(uid);
+  const gone: PodGone = (uid) => allSourcesReady && deps.podState.shouldPodContentBeRemoved(uid);
+  const mine = { label_selector: { [NodeNameLabel]: deps.nodeName } };
+  const listContainers = async () => (await deps.runtime.listContainers(mine)).map(gcContainer);
 
-  // Dead containers, grouped per pod and container name, newest first.
-  for (const pod of pods) {
-    const groups = new Map<string, RunningContainer[]>();
-    for (const c of pod.containers) {
-      if (c.state === 'running' || c.state === 'created' || now - c.createdAt < policy.minAgeMs) continue;
-      const list = groups.get(c.name) ?? [];
-      list.push(c);
-      groups.set(c.name, list);
-    }
-    for (const list of groups.values()) {
-      list.sort((a, b) => b.createdAt - a.createdAt);
-      const keep = gone(pod.uid) ? 0 : policy.maxPerPodContainer;
-      for (const c of list.slice(keep)) {
-        try {
-          await removeContainer(deps, c.id.id);
-          report.containersRemoved++;
-        } catch (err) {
-          deps.logger.warn('gc: failed to remove container', { uid: pod.uid, container: c.name, error: (err as Error).message });
-        }
-      }
+  for (const c of planContainerGC(await listContainers(), deps.clock.now(), policy, gone)) {
+    try {
+      // A container in unknown state may still run: it is stopped before it is removed.
+      if (c.state === 'unknown') await killContainer(deps, undefined, c.id, c.name, 'Container is in unknown state, try killing it before removal', 'Unknown');
+      await removeContainer(deps, c.id);
+      report.containersRemoved++;
+    } catch (err) {
+      deps.logger.warn('gc: failed to remove container', { uid: c.podUID, container: c.name, containerID: c.id, error: (err as Error).message });
     }
   }
 
-  // Sandboxes: a pod that is gone loses every stopped sandbox; a pod still known keeps its newest.
-  const remaining = await getPods(deps, true);
-  const containersBySandboxPod = new Map(remaining.map((p) => [p.uid, p.containers.length]));
-  for (const pod of remaining) {
-    const sandboxes = [...pod.sandboxes].sort((a, b) => b.createdAt - a.createdAt);
-    const podGone = gone(pod.uid);
-    const candidates = podGone ? sandboxes : sandboxes.slice(1);
-    for (const sb of candidates) {
-      if (sb.state === 'running') continue;
-      // Removing a sandbox removes its containers, and with them the restart count they carry:
-      // a live pod's old sandboxes wait until its dead containers are collected.
-      if (!podGone && (containersBySandboxPod.get(pod.uid) ?? 0) > 0) continue;
-      try {
-        await deps.runtime.removePodSandbox(sb.id.id);
-        report.sandboxesRemoved++;
-      } catch (err) {
-        if (!isNotFound(err)) deps.logger.warn('gc: failed to remove sandbox', { uid: pod.uid, sandbox: sb.id.id, error: (err as Error).message });
-      }
+  const sandboxes = (await deps.runtime.listPodSandbox(mine)).map(gcSandbox);
+  for (const sb of planSandboxGC(sandboxes, await listContainers(), gone)) {
+    try {
+      // Stopped first: its network and mounts are released even if the runtime kept them.
+      await deps.runtime.stopPodSandbox(sb.id);
+      await deps.runtime.removePodSandbox(sb.id);
+      report.sandboxesRemoved++;
+    } catch (err) {
+      if (!isNotFound(err)) deps.logger.warn('gc: failed to remove sandbox', { uid: sb.podUID, sandbox: sb.id, error: (err as Error).message });
     }
   }
 
-  // Log directories <ns>_<name>_<uid> of pods with nothing left in the runtime.
+  // Log directories <ns>_<name>_<uid> of pods that are gone and have nothing left in the runtime.
   if (allSourcesReady) {
-    const inRuntime = new Set((await getPods(deps, true)).map((p) => p.uid));
+    const inRuntime = new Set([...(await listContainers()).map((c) => c.podUID), ...(await deps.runtime.listPodSandbox(mine)).map((s) => s.metadata?.uid)]);
     let entries: string[] = [];
     try {
       entries = await readdir(deps.podLogRoot);

@@ -5,7 +5,6 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { calculatePrivileged, killContainer, killGracePeriod } from '../../../src/runtime/container.js';
-import { garbageCollect } from '../../../src/runtime/gc.js';
 import { getPodStatus } from '../../../src/runtime/pod-status.js';
 import { syncPod } from '../../../src/runtime/sync-pod.js';
 import { fakeDeps } from './deps.js';
@@ -167,52 +166,6 @@ test('CPU and memory become CRI Linux resources (shares, CFS quota when enabled,
     assert.equal(r.cpu_period, cpuCFSQuota ? '100000' : undefined);
     assert.ok(Number(r.oom_score_adj) > 2 && Number(r.oom_score_adj) < 1000, 'Burstable score');
   }
-});
-
-test('GC keeps one dead instance per container (older than 1 min), and everything of a pod that is gone', async () => {
-  const { deps, runtime, clock, gone } = fakeDeps();
-  const p = pod();
-  await syncPod(deps, p, await status(deps, p));
-  // Three dead instances, then a running one.
-  for (let i = 0; i < 3; i++) {
-    runtime.exit(runtime.running()[0]!.id, 1);
-    clock.step(400_000);
-    await syncPod(deps, p, await status(deps, p));
-  }
-  assert.equal(runtime.containers.size, 4);
-  let report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, true);
-  assert.equal(report.containersRemoved, 2, 'two oldest dead instances removed');
-  assert.deepEqual([...runtime.containers.values()].map((c) => c.state).sort(), ['CONTAINER_EXITED', 'CONTAINER_RUNNING']);
-
-  // A dead instance younger than the minimum age stays.
-  runtime.exit(runtime.running()[0]!.id, 1);
-  await syncPod(deps, p, await status(deps, p));
-  report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, true);
-  assert.equal(report.containersRemoved, 0);
-
-  // The pod goes: its containers (once stopped), sandboxes and log directory go too.
-  for (const c of runtime.running()) runtime.exit(c.id, 0);
-  for (const sb of runtime.sandboxes.values()) sb.state = 'SANDBOX_NOTREADY';
-  gone.add('uid-1');
-  mkdirSync(join(deps.podLogRoot, 'ns_web_uid-1', 'c'), { recursive: true });
-  clock.step(120_000);
-  report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, true);
-  assert.equal(runtime.containers.size, 0);
-  assert.equal(runtime.sandboxes.size, 0);
-  assert.equal(report.logDirsRemoved, 1);
-  assert.ok(!existsSync(join(deps.podLogRoot, 'ns_web_uid-1')));
-});
-
-test('GC before the pod sources are ready removes nothing of pods it cannot yet tell are gone', async () => {
-  const { deps, runtime, clock, gone } = fakeDeps();
-  const p = pod();
-  await syncPod(deps, p, await status(deps, p));
-  runtime.exit(runtime.running()[0]!.id, 0);
-  gone.add('uid-1');
-  clock.step(120_000);
-  const report = await garbageCollect(deps, { minAgeMs: 60_000, maxPerPodContainer: 1 }, false);
-  assert.equal(report.containersRemoved, 0);
-  assert.equal(runtime.containers.size, 1);
 });
 
 test('procMount Unmasked leaves /proc and /sys unmasked', async () => {

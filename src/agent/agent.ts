@@ -30,6 +30,7 @@ import type { PodSyncResult } from '../runtime/sync-result.js';
 import { runningPodFromStatus } from '../runtime/types.js';
 import { ContainerLogManager } from '../logs/rotation.js';
 import { ProbeManager } from '../prober/manager.js';
+import { RuntimeClassManager } from '../kube/runtime-class.js';
 import { ServiceCache } from '../kube/service-cache.js';
 import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
@@ -73,6 +74,7 @@ export class Agent implements PodSyncer {
   private probes!: ProbeManager;
   /** Services of the namespaces this node has pods in, for service-link variables. */
   private services?: ServiceCache;
+  private runtimeClasses?: RuntimeClassManager;
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
@@ -137,6 +139,7 @@ export class Agent implements PodSyncer {
     }
     if (!kube) return;
     this.services = new ServiceCache({ api: kube, stream: restWatch(kube.rest), clock: this.clock, logger: this.logger });
+    this.runtimeClasses = new RuntimeClassManager({ api: kube, stream: restWatch(kube.rest), clock: this.clock, logger: this.logger });
     if (this.staticPods) this.mirrors = new MirrorPodManager(kube, opts.nodeName, () => this.nodeController?.nodeObject?.metadata?.uid, this.logger);
     this.reflector = new PodReflector({
       api: kube,
@@ -238,6 +241,7 @@ export class Agent implements PodSyncer {
       probes: { liveness: this.probes.liveness, startup: this.probes.startup },
       configSource: this.volumes.objects,
       services: this.services,
+      runtimeClasses: this.runtimeClasses,
       podLogRoot: this.config.podLogRoot,
       cpuCFSQuota: this.config.cpuCFSQuota,
       allowPrivileged: this.config.allowPrivileged,
@@ -326,6 +330,7 @@ export class Agent implements PodSyncer {
     await this.nodeApi?.server.close();
     this.volumes.stop();
     this.services?.stop();
+    this.runtimeClasses?.stop();
     this.cri?.close();
     // The process runtime's containers keep running too: a restarted agent (and runtime) adopts them.
     await this.processRuntime?.server.close();

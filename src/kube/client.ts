@@ -3,6 +3,7 @@ import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1
 import type { UserInfo } from '../server/auth.js';
 import { podStatusPatch, STRATEGIC_MERGE_PATCH } from '../status/patch.js';
 import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
+import type { RuntimeClass } from './runtime-class.js';
 
 export { ApiError } from './rest.js';
 
@@ -190,5 +191,9 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
 
   listServices(namespace: string): Promise<{ items: V1Service[]; metadata?: { resourceVersion?: string } }> {
     return this.rest.request('GET', `/api/v1/namespaces/${enc(namespace)}/services`);
+  }
+
+  listRuntimeClasses(): Promise<{ items: RuntimeClass[]; metadata?: { resourceVersion?: string } }> {
+    return this.rest.request('GET', '/apis/node.k8s.io/v1/runtimeclasses');
   }
 }

@@ -72,6 +72,9 @@ function matchLabels(labels: Record<string, string> | undefined, selector: Recor
   return Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 }
 
+/** The process runtime's one CRI runtime handler (a RuntimeClass's `handler` may name it). */
+export const PROCESS_RUNTIME_HANDLER = 'process';
+
 export class ProcessRuntime implements RuntimeService, ImageService {
   readonly images: ImageStore;
   private readonly sandboxes = new Map<string, SandboxRecord>();
@@ -208,8 +211,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     } as unknown as StatusResponse;
   }
 
-  async runPodSandbox(config: PodSandboxConfig): Promise<string> {
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
     if (!config.metadata?.name || !config.metadata.uid) throw new InvalidArgumentError('sandbox metadata needs a name and a uid');
+    // One handler, '' being the default; any other name is refused as containerd refuses one it lacks.
+    if (runtimeHandler !== '' && runtimeHandler !== PROCESS_RUNTIME_HANDLER) throw new InvalidArgumentError(`no runtime for "${runtimeHandler}" is configured`);
     const id = randomBytes(32).toString('hex');
     const s: SandboxRecord = { id, config, state: 'SANDBOX_READY', createdAt: nowNs(), ip: this.hostIP };
     await this.persistSandbox(s);

@@ -48,7 +48,7 @@ export class ProcessRuntimeServer {
     const rt: Record<string, Handler> = {
       Version: async () => r.version(),
       Status: async (q) => r.status(q.verbose),
-      RunPodSandbox: async (q) => ({ pod_sandbox_id: await r.runPodSandbox(q.config) }),
+      RunPodSandbox: async (q) => ({ pod_sandbox_id: await r.runPodSandbox(q.config, q.runtime_handler) }),
       StopPodSandbox: async (q) => (await r.stopPodSandbox(q.pod_sandbox_id), {}),
       RemovePodSandbox: async (q) => (await r.removePodSandbox(q.pod_sandbox_id), {}),
       PodSandboxStatus: async (q) => r.podSandboxStatus(q.pod_sandbox_id),

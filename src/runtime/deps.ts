@@ -3,6 +3,7 @@ import type { V1ConfigMap, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type { ImageManager } from '../images/image-manager.js';
 import type { EventRecorder } from '../kube/object-ref.js';
+import type { RuntimeHandlerLookup } from '../kube/runtime-class.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../util/clock.js';
@@ -44,6 +45,8 @@ export interface RuntimeManagerDeps {
   configSource?: ConfigSource;
   /** The Services of a namespace, for service-link variables (undefined: not read yet). None standalone. */
   services?: { services(namespace: string): Promise<V1Service[] | undefined> };
+  /** RuntimeClass name to CRI handler; absent without an API server (standalone), where no pod can name one. */
+  runtimeClasses?: RuntimeHandlerLookup;
   /** Root of container logs: <podLogRoot>/<ns>_<name>_<uid>/<container>/<restartCount>.log. */
   podLogRoot: string;
   cpuCFSQuota: boolean;

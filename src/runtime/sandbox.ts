@@ -72,7 +72,9 @@ export async function createPodSandbox(deps: RuntimeManagerDeps, pod: V1Pod, att
   const missing = podDns(pod, deps.dns).missingClusterDNS;
   if (missing) deps.recorder.event(podRef(pod), 'Warning', EventReasons.MissingClusterDNS, missing);
   await mkdir(config.log_directory!, { recursive: true, mode: 0o755 });
-  return deps.runtime.runPodSandbox(config, pod.spec?.runtimeClassName ?? '');
+  // The CRI handler is the RuntimeClass's `handler`, not its name; without an API server there are none.
+  const handler = deps.runtimeClasses ? await deps.runtimeClasses.lookupRuntimeHandler(pod.spec?.runtimeClassName) : '';
+  return deps.runtime.runPodSandbox(config, handler);
 }
 
 /** The pod's sandboxes, newest first. */

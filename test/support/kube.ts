@@ -7,6 +7,7 @@ import { clusterEnv, eventually } from './cluster.js';
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(clusterEnv().kubeconfig);
 export const core = kc.makeApiClient(k8s.CoreV1Api);
+export const nodeV1 = kc.makeApiClient(k8s.NodeV1Api);
 export const NS = 'default';
 
 export function container(name: string, script: string, extra: Partial<V1Container> = {}): V1Container {

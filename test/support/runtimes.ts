@@ -11,6 +11,8 @@ export interface TestRuntime {
   endpoint: string;
   /** containerd:// or nodelet-process:// */
   idScheme: string;
+  /** A CRI runtime handler it has (what a RuntimeClass's `handler` names). */
+  handler: string;
   /** Whether a pod gets an IP of its own (a network namespace on the bridge) or the host's. */
   podNetwork: boolean;
   checkPodIP(ip: string, hostIP: string): boolean;
@@ -23,6 +25,7 @@ export function containerdRuntime(): TestRuntime {
     name: 'containerd',
     endpoint: env.runtimeEndpoint,
     idScheme: 'containerd',
+    handler: 'runc',
     podNetwork: true,
     checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
     stop: async () => undefined,
@@ -60,6 +63,7 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
     name: 'process',
     endpoint: `unix://${socket}`,
     idScheme: 'nodelet-process',
+    handler: 'process',
     podNetwork: false,
     checkPodIP: (ip, hostIP) => ip === hostIP,
     process: await launch(),

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
 import { clusterEnv, eventually } from '../cluster.js';
-import { container, core, createPod, getPod, NS, podEvents, podGone, running, waitPod } from '../kube.js';
+import { container, core, createPod, getPod, nodeV1, NS, podEvents, podGone, running, waitPod } from '../kube.js';
 import type { TestRuntime } from '../runtimes.js';
 
 export function podLifecycleSuite(makeRuntime: () => Promise<TestRuntime>): void {
@@ -278,6 +278,37 @@ test('an ephemeral container added to a running pod runs (once), beside the othe
   const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'debugger', '0.log');
   await eventually('its output in its log', 10_000, async () => (existsSync(log) && readFileSync(log, 'utf8').includes('polo') ? true : undefined));
   assert.ok((await podEvents(pod)).some((e) => e.reason === 'Started' && e.involvedObject.fieldPath === 'spec.ephemeralContainers{debugger}'));
+});
+
+test('runtimeClassName: the sandbox runs with the RuntimeClass\'s handler; a RuntimeClass gone before the pod reaches the node fails its sandbox in the kubelet\'s words', async () => {
+  const rc = `nodelet-${rt.name}-${Date.now().toString(36)}`;
+  await nodeV1.createRuntimeClass({ body: { metadata: { name: rc }, handler: rt.handler } });
+  try {
+    const created = await createPod(node, 'rc', { runtimeClassName: rc, containers: [container('c', loop)] });
+    const pod = await waitPod(created, 'Running with its RuntimeClass', 30_000, running);
+    const [sb] = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': pod.metadata!.uid! } });
+    assert.ok(sb, 'its sandbox');
+    if (rt.name === 'containerd') assert.equal(sb.runtime_handler, rt.handler);
+    // Admission refuses a pod naming a RuntimeClass that does not exist, so it goes away between
+    // the pod's creation and its binding to this node.
+    const gone = `${rc}-gone`;
+    await nodeV1.createRuntimeClass({ body: { metadata: { name: gone }, handler: rt.handler } });
+    const unbound = await core.createNamespacedPod({
+      namespace: NS,
+      body: { metadata: { name: `rc-gone-${Date.now().toString(36)}` }, spec: { schedulerName: 'nobody', runtimeClassName: gone, terminationGracePeriodSeconds: 1, containers: [container('c', loop)] } },
+    });
+    await nodeV1.deleteRuntimeClass({ name: gone });
+    await core.createNamespacedPodBinding({ name: unbound.metadata!.name!, namespace: NS, body: { metadata: { name: unbound.metadata!.name! }, target: { kind: 'Node', name: node } } });
+    const message = `Failed to create pod sandbox: runtimeclass.node.k8s.io "${gone}" not found`;
+    await eventually('FailedCreatePodSandBox for the missing RuntimeClass', 30_000, async () =>
+      (await podEvents(unbound)).some((e) => e.type === 'Warning' && e.reason === 'FailedCreatePodSandBox' && e.message === message) ? true : undefined,
+    );
+    const st = (await getPod(unbound)).status!;
+    assert.equal(st.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
+    assert.equal((await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': unbound.metadata!.uid! } })).length, 0, 'no sandbox made');
+  } finally {
+    await nodeV1.deleteRuntimeClass({ name: rc }).catch(() => undefined);
+  }
 });
 
 test('/metrics serves the kubelet\'s metric names with real observations, /healthz answers ok', async () => {

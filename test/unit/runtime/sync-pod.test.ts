@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { calculatePrivileged, killContainer, killGracePeriod } from '../../../src/runtime/container.js';
+import { RuntimeClassNotFoundError } from '../../../src/kube/runtime-class.js';
 import { getPodStatus } from '../../../src/runtime/pod-status.js';
 import { syncPod } from '../../../src/runtime/sync-pod.js';
 import { fakeDeps } from './deps.js';
@@ -191,4 +192,27 @@ test('restartCount is recovered from the container log directory when the runtim
   assert.equal(c.config.log_path, 'c/5.log');
   const st = await status(deps, p);
   assert.equal(st.containerStatuses[0]!.restartCount, 5);
+});
+
+test('runtimeClassName: the sandbox gets the RuntimeClass\'s handler; a missing RuntimeClass is FailedCreatePodSandBox with the API\'s message', async () => {
+  const classes = new Map([['gvisor', 'runsc']]);
+  const runtimeClasses = {
+    async lookupRuntimeHandler(name: string | undefined) {
+      if (!name) return '';
+      const h = classes.get(name);
+      if (h === undefined) throw new RuntimeClassNotFoundError(name);
+      return h;
+    },
+  };
+  const { deps, runtime, recorder } = fakeDeps({ runtimeClasses });
+  const p = pod({ runtimeClassName: 'gvisor' });
+  assert.equal((await syncPod(deps, p, await status(deps, p))).error(), undefined);
+  assert.deepEqual(runtime.handlers, ['runsc']);
+  const q = { ...pod({ runtimeClassName: 'gone' }), metadata: { name: 'q', namespace: 'ns', uid: 'uid-2' } };
+  const result = await syncPod(deps, q, await status(deps, q));
+  assert.equal(result.results.find((r) => r.action === 'CreatePodSandbox')?.reason, 'CreatePodSandboxError');
+  assert.equal(runtime.handlers.length, 1, 'no sandbox asked for');
+  const e = recorder.events.at(-1)!;
+  assert.equal(e.reason, 'FailedCreatePodSandBox');
+  assert.equal(e.message, 'Failed to create pod sandbox: runtimeclass.node.k8s.io "gone" not found');
 });

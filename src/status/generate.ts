@@ -38,16 +38,26 @@ function terminated(s: ContainerStatus): V1ContainerState {
   };
 }
 
-function stateOf(s: ContainerStatus): V1ContainerState {
+/**
+ * One runtime instance as the API shows it (convertContainerStatus). A container the runtime
+ * cannot tell about (unknown) but the API last saw running has stopped: Terminated with exit code
+ * 137 and one more restart, so a run-once container is not run twice.
+ */
+function stateOf(s: ContainerStatus, old: V1ContainerStatus | undefined): { state: V1ContainerState; lostRestart: boolean } {
   switch (s.state) {
     case 'running':
-      return { running: { startedAt: iso(s.startedAt) } };
+      return { state: { running: { startedAt: iso(s.startedAt) } }, lostRestart: false };
     case 'exited':
-      return terminated(s);
+      return { state: terminated(s), lostRestart: false };
     case 'created':
-      return { waiting: { reason: 'ContainerCreating' } };
+      // Created, not started: waiting to run, with no reason of its own.
+      return { state: { waiting: {} }, lostRestart: false };
     default:
-      return { waiting: { reason: 'ContainerStatusUnknown', message: 'The container state could not be read from the runtime' } };
+      if (old?.state?.running) {
+        const t = { reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated', exitCode: 137 };
+        return { state: { terminated: t }, lostRestart: true };
+      }
+      return { state: { waiting: {} }, lostRestart: false };
   }
 }
 
@@ -79,19 +89,21 @@ function containerStatuses(
     const previousOld = old?.find((o) => o.name === c.name);
     let status: V1ContainerStatus;
     if (latest) {
-      const lastTerminated = instances.find((s, i) => i > 0 && s.state === 'exited');
+      const current = stateOf(latest, previousOld);
+      // The instance before the newest, whatever became of it.
+      const before = instances[1] ? stateOf(instances[1], previousOld).state : undefined;
       status = {
         name: c.name,
         image: c.image ?? latest.image,
         imageID: latest.imageRef,
         containerID: formatContainerID(latest.id),
-        state: stateOf(latest),
-        lastState: lastTerminated ? terminated(lastTerminated) : {},
-        restartCount: latest.restartCount,
+        state: current.state,
+        lastState: before ?? {},
+        restartCount: current.lostRestart ? (previousOld?.restartCount ?? latest.restartCount) + 1 : latest.restartCount,
         ready: latest.state === 'running',
         started: latest.state === 'running',
       };
-    } else if (previousOld && (previousOld.state?.terminated || previousOld.lastState?.terminated)) {
+    } else if (previousOld?.state?.terminated) {
       // The runtime collected the instance; what the API already says about it still holds.
       status = { ...previousOld, ready: false, started: false };
     } else {
@@ -100,11 +112,17 @@ function containerStatuses(
         image: c.image ?? '',
         imageID: '',
         state: { waiting: { reason: defaultReason } },
-        lastState: {},
+        lastState: previousOld?.lastState ?? {},
         restartCount: previousOld?.restartCount ?? 0,
         ready: false,
         started: false,
       };
+      if (previousOld?.state?.running && !status.lastState?.terminated) {
+        // It ran, and the runtime no longer has it: it stopped, though how is not known.
+        const message = 'The container could not be located when the pod was deleted.  The container used to be Running';
+        status.lastState = { terminated: { reason: 'ContainerStatusUnknown', message, exitCode: 137 } };
+        if (!input.pod.metadata?.deletionTimestamp) status.restartCount++;
+      }
     }
     const failure = failures.get(c.name);
     if (failure && !status.state?.running && willRestart(c, input, status)) {

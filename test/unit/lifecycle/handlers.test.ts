@@ -11,7 +11,9 @@ const c = { name: 'c' };
 const deps = (exitCode = 0, stderr = ''): HookDeps => ({
   runInContainer: async () => ({ stdout: Buffer.from('out'), stderr: Buffer.from(stderr), exitCode }),
   podIP: async () => '127.0.0.1',
-  sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
+  // A long sleep (cut short by the test) must not hold the process; a short one must hold it, or the
+  // event loop may empty while a test still waits on it.
+  sleep: (ms) => new Promise((r) => (ms > 1000 ? setTimeout(r, ms).unref() : setTimeout(r, ms))),
 });
 
 test('exec: exit 0 is done; another code is the kubelet\'s message with the output', async () => {

@@ -145,3 +145,41 @@ test('an active deadline that passed: Failed, DeadlineExceeded, and no way back 
   pod.status = { phase: 'Succeeded' };
   assert.equal(generateAPIPodStatus({ pod, runtime: runningStatus(pod), nodeIP: '192.0.2.1', now: 1000, evict }).phase, 'Succeeded');
 });
+
+test('container states as the kubelet maps them: created is Waiting with no reason; unknown after running is Terminated ContainerStatusUnknown (137) with a restart; unknown otherwise Waiting', () => {
+  const pod = makePod({ containers: ['c'] });
+  const spec = pod.spec!.containers[0]!;
+  const gen = (state: 'created' | 'unknown', old?: V1ContainerStatus) => {
+    const runtime = { ...runningStatus(pod), containerStatuses: [containerStatus(spec, state, { restartCount: 2 })] };
+    const p: V1Pod = old ? { ...pod, status: { containerStatuses: [old] } } : pod;
+    return generateAPIPodStatus({ pod: p, runtime, nodeIP: 'x', now: 0 }).containerStatuses![0]!;
+  };
+  assert.deepEqual(gen('created').state, { waiting: {} });
+  const wasRunning: V1ContainerStatus = { name: 'c', image: '', imageID: '', ready: true, restartCount: 2, state: { running: { startedAt: new Date(0) } } };
+  const lost = gen('unknown', wasRunning);
+  assert.equal(lost.state?.terminated?.reason, 'ContainerStatusUnknown');
+  assert.equal(lost.state?.terminated?.exitCode, 137);
+  assert.equal(lost.state?.terminated?.message, 'The container could not be located when the pod was terminated');
+  assert.equal(lost.restartCount, 3);
+  assert.deepEqual(gen('unknown').state, { waiting: {} });
+});
+
+test('lastState is the previous instance, whatever its state, and a running container that vanished leaves a ContainerStatusUnknown lastState', () => {
+  const pod = makePod({ containers: ['c'] });
+  const spec = pod.spec!.containers[0]!;
+  // The newest instance was created but never started; the one before it exited 0.
+  const runtime = { ...runningStatus(pod), containerStatuses: [containerStatus(spec, 'created', { restartCount: 1 }), containerStatus(spec, 'exited', { exitCode: 0 })] };
+  const cs = generateAPIPodStatus({ pod, runtime, nodeIP: 'x', now: 0 }).containerStatuses![0]!;
+  assert.equal(cs.lastState?.terminated?.reason, 'Completed');
+  const twoCreated = { ...runningStatus(pod), containerStatuses: [containerStatus(spec, 'created', { restartCount: 2 }), containerStatus(spec, 'created', { restartCount: 1 })] };
+  assert.deepEqual(generateAPIPodStatus({ pod, runtime: twoCreated, nodeIP: 'x', now: 0 }).containerStatuses![0]!.lastState, { waiting: {} });
+  // No instance left in the runtime, but the API last saw it running.
+  const gone = { ...runningStatus(pod), containerStatuses: [] };
+  const was: V1ContainerStatus = { name: 'c', image: '', imageID: '', ready: true, restartCount: 4, state: { running: { startedAt: new Date(0) } } };
+  const vanished = generateAPIPodStatus({ pod: { ...pod, status: { containerStatuses: [was] } }, runtime: gone, nodeIP: 'x', now: 0 }).containerStatuses![0]!;
+  assert.equal(vanished.state?.waiting?.reason, 'ContainerCreating');
+  assert.deepEqual(vanished.lastState, {
+    terminated: { reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was deleted.  The container used to be Running', exitCode: 137 },
+  });
+  assert.equal(vanished.restartCount, 5);
+});

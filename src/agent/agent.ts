@@ -128,8 +128,7 @@ export class Agent implements PodSyncer {
       logger: this.logger,
       metrics: this.metrics,
       resyncIntervalMs: opts.syncFrequencyMs,
-      backoffInitialMs: opts.podWorkerBackOff.initialMs,
-      backoffMaxMs: opts.podWorkerBackOff.maxMs,
+      backoffPeriodMs: opts.podWorkerBackOffPeriodMs,
       maxConcurrentSyncs: opts.maxConcurrentSyncs,
     });
     this.volumes = newVolumes({ rootDir: opts.rootDir, kube, recorder: this.recorder, logger: this.logger, clock: this.clock, node: () => this.nodeController?.nodeObject ?? this.localNode });
@@ -489,12 +488,13 @@ export class Agent implements PodSyncer {
     }
   }
 
-  async syncTerminatingPod(pod: V1Pod): Promise<void> {
+  async syncTerminatingPod(pod: V1Pod, signal: AbortSignal): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const status = await getPodStatus(this.deps, uid, name, namespace);
     this.probes.stopLivenessAndStartup(pod);
-    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status));
+    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status), undefined, signal);
+    if (signal.aborted) throw new Error('kill cut short by a shorter grace period');
     const err = kill.error();
     if (err) throw err;
     // Its containers have stopped: nothing left to probe.

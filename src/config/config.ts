@@ -89,7 +89,8 @@ export interface NodeletConfig {
   plegRelistPeriodMs: number;
   maxConcurrentSyncs: number;
   crashLoopBackOff: BackoffConfig;
-  podWorkerBackOff: BackoffConfig;
+  /** A failed sync is retried after this, plus up to half again (the kubelet's 10 s). */
+  podWorkerBackOffPeriodMs: number;
   imagePullBackOff: BackoffConfig;
   imagePullQPS: number;
   imagePullBurst: number;
@@ -150,7 +151,7 @@ export function defaultConfig(): NodeletConfig {
     plegRelistPeriodMs: 1000,
     maxConcurrentSyncs: 16,
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
-    podWorkerBackOff: { initialMs: 1000, maxMs: 300_000 },
+    podWorkerBackOffPeriodMs: 10_000,
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     imagePullQPS: 5,
     imagePullBurst: 10,
@@ -258,7 +259,7 @@ const fields: Record<string, FieldSpec> = {
   plegRelistPeriod: { kind: 'duration', prop: 'plegRelistPeriodMs', min: 100 },
   maxConcurrentSyncs: { kind: 'int', min: 1, max: 1000 },
   crashLoopBackOff: { kind: 'backoff' },
-  podWorkerBackOff: { kind: 'backoff' },
+  podWorkerBackOffPeriod: { kind: 'duration', prop: 'podWorkerBackOffPeriodMs', min: 100 },
   imagePullBackOff: { kind: 'backoff' },
   imagePullQPS: { kind: 'number', min: 0, max: 1000 },
   imagePullBurst: { kind: 'int', min: 1, max: 1000 },

@@ -2,11 +2,12 @@
 //
 //   update ──▶ syncing ──(deletionTimestamp, pod removed, or terminal phase)──▶ terminating
 //                 ▲  │                                                             │ containers stopped
-//                 └──┘ requeue: success → jittered resync; error → backoff;         ▼
+//                 └──┘ requeue: success → jittered resync; error → 10 s back-off;  ▼
 //                      PLEG event → now                                        terminated ─▶ forgotten
 //
 // Updates that arrive while a sync runs coalesce: the newest pod wins and one follow-up sync runs.
-// A bounded number of syncs run at once.
+// A bounded number of syncs run at once; a pod's termination (which may wait out a grace period)
+// holds no slot, and a shorter grace period arriving during it cuts the kill short (a force delete).
 import type { V1Pod } from '@kubernetes/client-node';
 import { Semaphore } from 'async-mutex';
 import type { Logger } from '../observability/logger.js';
@@ -27,8 +28,11 @@ export interface SyncOutcome {
 /** What the workers call; the agent implements it over the runtime manager and status manager. */
 export interface PodSyncer {
   syncPod(pod: V1Pod, type: UpdateType): Promise<SyncOutcome>;
-  /** Stops every container and sandbox of the pod; throws if something still runs. */
-  syncTerminatingPod(pod: V1Pod): Promise<void>;
+  /**
+   * Stops every container and sandbox of the pod; throws if something still runs. `signal` aborts
+   * when a shorter grace period arrives: the kill is then made again with it.
+   */
+  syncTerminatingPod(pod: V1Pod, signal: AbortSignal): Promise<void>;
   /** The pod's runtime is clean: final status, and delete the API object if it is being deleted. */
   syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void>;
 }
@@ -39,8 +43,8 @@ export interface PodWorkersOptions {
   logger: Logger;
   metrics?: Metrics;
   resyncIntervalMs?: number;
-  backoffInitialMs?: number;
-  backoffMaxMs?: number;
+  /** After a failed sync: retried in this long, plus up to half of it again (the kubelet's 10 s). */
+  backoffPeriodMs?: number;
   maxConcurrentSyncs?: number;
   /** Random source for jitter (tests pass a fixed one). */
   random?: () => number;
@@ -54,10 +58,19 @@ interface PodWork {
   pending: UpdateType | undefined;
   running: boolean;
   timer?: Timer;
-  failures: number;
+  /** The kill in progress, and the grace period it was started with. */
+  kill?: { abort: AbortController; graceSeconds: number };
   terminatingAt?: number;
   terminatedAt?: number;
   done?: Promise<void>;
+}
+
+/** A kill given up for one with a shorter grace period (which the worker runs next). */
+class KillCutShort extends Error {}
+
+/** The grace period a pod's containers get: its deletion's, else its spec's (30 s by default). */
+export function gracePeriodSeconds(pod: V1Pod): number {
+  return pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
 }
 
 export class PodWorkers {
@@ -80,7 +93,7 @@ export class PodWorkers {
     let w = this.work.get(uid);
     if (!w) {
       if (type === 'delete') return;
-      w = { uid, pod, phase: 'syncing', removedFromApi: false, pending: undefined, running: false, failures: 0 };
+      w = { uid, pod, phase: 'syncing', removedFromApi: false, pending: undefined, running: false };
       this.work.set(uid, w);
     }
     if (type !== 'pleg') w.pod = pod;
@@ -94,6 +107,9 @@ export class PodWorkers {
       if (!pod.metadata?.deletionTimestamp) return;
     }
     if ((pod.metadata?.deletionTimestamp || type === 'delete') && w.phase === 'syncing') this.startTerminating(w);
+    // A shorter grace period than the kill in progress was given (kubectl delete --grace-period, a
+    // force delete): that kill stops waiting, and the next one uses the new period.
+    if (w.kill && type !== 'pleg' && gracePeriodSeconds(pod) < w.kill.graceSeconds) w.kill.abort.abort();
     // A periodic resync of the source brings nothing new: a pod already waiting for its own (jittered)
     // resync or back-off keeps that timer (the kubelet's pod source has no resync at all). Otherwise
     // every pod of the node would sync in the same instant, every informer resync period.
@@ -152,7 +168,6 @@ export class PodWorkers {
   private startTerminating(w: PodWork): void {
     w.phase = 'terminating';
     w.terminatingAt = this.opts.clock.now();
-    w.failures = 0;
   }
 
   private enqueue(w: PodWork, type: UpdateType): void {
@@ -182,22 +197,22 @@ export class PodWorkers {
       while (w.pending && !this.stopped) {
         const type = w.pending;
         w.pending = undefined;
-        const release = await this.semaphore.acquire();
         const started = this.opts.clock.now();
+        const operation = w.phase === 'syncing' ? type : 'terminate';
         let requeueMs: number | undefined;
         let ok = false;
         try {
           requeueMs = await this.step(w, type);
-          w.failures = 0;
           ok = true;
         } catch (err) {
-          w.failures++;
-          const base = Math.min(this.opts.backoffMaxMs ?? 300_000, (this.opts.backoffInitialMs ?? 1000) * 2 ** (w.failures - 1));
-          requeueMs = this.jitter(base, 0.2);
-          this.opts.logger.warn('pod sync failed, will retry', { ...podFields(w.pod), phase: w.phase, error: (err as Error).message, retryInMs: Math.round(requeueMs) });
+          if (!(err instanceof KillCutShort)) {
+            // As the kubelet: a failed sync is retried after a flat, jittered period, not a growing one
+            // (a pod waiting for its ConfigMap or the network starts within seconds of its arrival).
+            requeueMs = this.jitter(this.opts.backoffPeriodMs ?? 10_000);
+            this.opts.logger.warn('pod sync failed, will retry', { ...podFields(w.pod), phase: w.phase, error: (err as Error).message, retryInMs: Math.round(requeueMs) });
+          }
         } finally {
-          release[1]();
-          this.opts.metrics?.podWorkerDuration.observe({ operation: w.phase === 'syncing' ? type : 'terminate' }, (this.opts.clock.now() - started) / 1000);
+          this.opts.metrics?.podWorkerDuration.observe({ operation }, (this.opts.clock.now() - started) / 1000);
         }
         if (ok && w.phase === 'terminated' && (w.removedFromApi || w.pod.metadata?.deletionTimestamp)) {
           this.forget(w);
@@ -213,7 +228,8 @@ export class PodWorkers {
   /** One unit of work; returns when to run again (undefined: only on the next update). */
   private async step(w: PodWork, type: UpdateType): Promise<number | undefined> {
     if (w.phase === 'syncing') {
-      const outcome = await this.opts.syncer.syncPod(w.pod, type);
+      // Only syncs take one of the bounded slots.
+      const outcome = await this.semaphore.runExclusive(() => this.opts.syncer.syncPod(w.pod, type));
       if (!outcome.terminal) {
         const resync = this.jitter(this.resyncMs);
         return outcome.requeueAfterMs !== undefined ? Math.min(outcome.requeueAfterMs, resync) : resync;
@@ -221,7 +237,15 @@ export class PodWorkers {
       this.startTerminating(w);
     }
     if (w.phase === 'terminating') {
-      await this.opts.syncer.syncTerminatingPod(w.pod);
+      const kill = { abort: new AbortController(), graceSeconds: gracePeriodSeconds(w.pod) };
+      w.kill = kill;
+      try {
+        await this.opts.syncer.syncTerminatingPod(w.pod, kill.abort.signal);
+      } catch (err) {
+        throw kill.abort.signal.aborted ? new KillCutShort() : err;
+      } finally {
+        w.kill = undefined;
+      }
       w.phase = 'terminated';
       w.terminatedAt = this.opts.clock.now();
     }

@@ -356,6 +356,7 @@ export async function killContainer(
   reason: ContainerKillReason,
   gracePeriodOverride?: number,
   ordering?: TerminationOrdering,
+  signal?: AbortSignal,
 ): Promise<void> {
   let annotated: ReturnType<typeof getContainerInfoFromAnnotations> = { hash: '', restartCount: 0, terminationMessagePath: '', terminationMessagePolicy: '' };
   let eventPod = pod;
@@ -375,17 +376,38 @@ export async function killContainer(
   const msg = message || `Stopping container ${containerName}`;
   if (eventPod) deps.recorder.event(containerRef(eventPod, containerName), 'Normal', EventReasons.KillingContainer, msg);
   const preStop = spec ? spec.lifecycle?.preStop : annotated.preStop;
-  if (preStop && grace > 0 && eventPod) grace -= await runPreStopHook(deps, eventPod, spec ?? { name: containerName }, preStop, containerID, grace);
-  if (ordering && grace > 0) grace -= Math.floor(await ordering.waitForTurn(containerName, grace, deps.clock));
+  if (preStop && grace > 0 && eventPod) grace -= await runPreStopHook(deps, eventPod, spec ?? { name: containerName }, preStop, containerID, grace, signal);
+  if (ordering && grace > 0) grace -= Math.floor(await ordering.waitForTurn(containerName, grace, deps.clock, signal));
+  if (signal?.aborted) throw new KillAbortedError(containerName);
   // Whatever the hook left, the container gets a moment to stop.
   if (grace < MINIMUM_GRACE_PERIOD_SECONDS) grace = MINIMUM_GRACE_PERIOD_SECONDS;
   deps.logger.info('killing container', { ...(eventPod ? podFields(eventPod) : {}), container: containerName, containerID, gracePeriod: grace, reason: reason || undefined });
+  const stop = deps.runtime.stopContainer(containerID, grace);
   try {
-    await deps.runtime.stopContainer(containerID, grace);
+    if (!signal) await stop;
+    // Given up when cut short: the runtime still finishes this stop, while a shorter one follows.
+    else if ((await Promise.race([stop.then(() => 'stopped' as const), aborted(signal)])) === 'aborted') {
+      stop.catch(() => undefined);
+      throw new KillAbortedError(containerName);
+    }
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }
   ordering?.containerTerminated(containerName);
+}
+
+/** A kill given up because a shorter grace period arrived (the kill is made again with it). */
+export class KillAbortedError extends Error {
+  constructor(container: string) {
+    super(`the kill of container ${container} was cut short by a shorter grace period`);
+  }
+}
+
+function aborted(signal: AbortSignal): Promise<'aborted'> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve('aborted');
+    signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+  });
 }
 
 /** Removes a dead container and its log file. */

@@ -42,9 +42,19 @@ export async function runPostStartHook(deps: RuntimeManagerDeps, pod: V1Pod, con
  * Runs the preStop hook for at most `graceSeconds`; the whole seconds it took (what is left of
  * the grace period goes to the stop signal).
  */
-export async function runPreStopHook(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Container, handler: V1LifecycleHandler, containerID: string, graceSeconds: number): Promise<number> {
+export async function runPreStopHook(
+  deps: RuntimeManagerDeps,
+  pod: V1Pod,
+  container: V1Container,
+  handler: V1LifecycleHandler,
+  containerID: string,
+  graceSeconds: number,
+  cutShort?: AbortSignal,
+): Promise<number> {
   const start = deps.clock.now();
   const abort = new AbortController();
+  // A shorter grace period ends the hook as the end of this one would.
+  cutShort?.addEventListener('abort', () => abort.abort(), { once: true });
   const hook = runHandler(hookDeps(deps, () => podIPOf(deps, pod)), pod, container, containerID, handler, abort.signal).then((msg) => {
     if (msg === undefined) return;
     deps.logger.warn('preStop hook failed', { ...podFields(pod), container: container.name, error: msg });
@@ -58,7 +68,7 @@ export async function runPreStopHook(deps: RuntimeManagerDeps, pod: V1Pod, conta
       resolve();
     });
   });
-  await Promise.race([hook, outOfTime]);
+  await Promise.race([hook, outOfTime, new Promise<void>((r) => (cutShort?.aborted ? r() : cutShort?.addEventListener('abort', () => r(), { once: true })))]);
   timer?.cancel();
   return Math.floor((deps.clock.now() - start) / 1000);
 }

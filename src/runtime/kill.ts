@@ -11,7 +11,13 @@ import { hasRestartableInitContainer, TerminationOrdering } from './termination-
 import type { RunningPod } from './types.js';
 
 /** Kills a running pod. `pod` may be undefined (an agent restarted and the pod is gone from the API). */
-export async function killPodWithSyncResult(deps: RuntimeManagerDeps, pod: V1Pod | undefined, running: RunningPod, gracePeriodOverride?: number): Promise<PodSyncResult> {
+export async function killPodWithSyncResult(
+  deps: RuntimeManagerDeps,
+  pod: V1Pod | undefined,
+  running: RunningPod,
+  gracePeriodOverride?: number,
+  signal?: AbortSignal,
+): Promise<PodSyncResult> {
   const result = new PodSyncResult();
   // With sidecars: they stop after the app containers, the last one first.
   const ordering = pod && hasRestartableInitContainer(pod) ? new TerminationOrdering(pod, running.containers.map((c) => c.name)) : undefined;
@@ -19,7 +25,7 @@ export async function killPodWithSyncResult(deps: RuntimeManagerDeps, pod: V1Pod
     running.containers.map(async (c) => {
       const r = new SyncResult('KillContainer', c.name);
       try {
-        await killContainer(deps, pod, c.id.id, c.name, '', 'Unknown', gracePeriodOverride, ordering);
+        await killContainer(deps, pod, c.id.id, c.name, '', 'Unknown', gracePeriodOverride, ordering, signal);
       } catch (err) {
         r.fail(Reasons.KillContainer, (err as Error).message);
         deps.logger.error('kill container failed', { pod: `${running.namespace}/${running.name}`, uid: running.uid, container: c.name, error: (err as Error).message });
@@ -28,6 +34,8 @@ export async function killPodWithSyncResult(deps: RuntimeManagerDeps, pod: V1Pod
     }),
   );
   killed.forEach((r) => result.add(r));
+  // Cut short for a shorter grace period: the kill is made again, sandboxes with it.
+  if (signal?.aborted) return result;
 
   // Sandboxes are only stopped here; garbage collection removes them.
   const sandboxResult = result.add(new SyncResult('KillPodSandbox', running.uid));

@@ -41,13 +41,14 @@ export class TerminationOrdering {
   }
 
   /** Waits for the container's turn, at most `graceSeconds`; the seconds waited. */
-  async waitForTurn(name: string, graceSeconds: number, clock: Clock): Promise<number> {
+  async waitForTurn(name: string, graceSeconds: number, clock: Clock, cutShort?: AbortSignal): Promise<number> {
     const waits = this.prereqs.get(name);
     if (graceSeconds <= 0 || !waits?.length) return 0;
     const start = clock.now();
     let timer: { cancel(): void } | undefined;
     const outOfTime = new Promise<void>((r) => (timer = clock.setTimer(graceSeconds * 1000, r)));
-    await Promise.race([Promise.all(waits.map((g) => g.done)), outOfTime]);
+    const abandoned = new Promise<void>((r) => (cutShort?.aborted ? r() : cutShort?.addEventListener('abort', () => r(), { once: true })));
+    await Promise.race([Promise.all(waits.map((g) => g.done)), outOfTime, abandoned]);
     timer?.cancel();
     return (clock.now() - start) / 1000;
   }

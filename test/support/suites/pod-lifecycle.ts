@@ -199,6 +199,20 @@ test('kubectl delete: SIGTERM first, SIGKILL after the grace period, sandbox sto
   assert.deepEqual(killing.map((e) => e.message).sort(), ['Stopping container polite', 'Stopping container stubborn']);
 });
 
+test('a shorter grace period during a kill (kubectl delete --grace-period=1 after a 120 s delete) cuts the kill short', async () => {
+  const created = await createPod(node, 'regrace', { terminationGracePeriodSeconds: 120, containers: [container('stubborn', "trap '' TERM; while true; do sleep 0.2; done")] });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const id = pod.status!.containerStatuses![0]!.containerID!.replace(`${rt.idScheme}://`, '');
+  await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: NS });
+  await eventually('the kill to begin (Killing)', 20_000, async () => ((await eventCount(pod, 'Killing')) > 0 ? true : undefined));
+  const shortened = Date.now();
+  await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: NS, gracePeriodSeconds: 1 });
+  await podGone(pod, 30_000);
+  const took = (Date.now() - shortened) / 1000;
+  assert.ok(took < 20, `gone ${took.toFixed(1)} s after the 1 s grace period was given, not after 120 s`);
+  assert.equal((await cri.containerStatus(id)).status!.exit_code, 137, 'SIGKILLed');
+});
+
 test('the environment reaches the container intact: values, $(VAR) expansion, downward API fields', async () => {
   const created = await createPod(node, 'env', {
     containers: [

@@ -37,7 +37,7 @@ class RecordingSyncer implements PodSyncer {
     return this.outcome;
   }
 
-  async syncTerminatingPod(p: V1Pod): Promise<void> {
+  async syncTerminatingPod(p: V1Pod, _signal: AbortSignal): Promise<void> {
     this.calls.push(`terminating ${p.metadata!.uid}`);
     await this.gate();
   }
@@ -60,7 +60,7 @@ async function settle(): Promise<void> {
 function setup(opts: Partial<ConstructorParameters<typeof PodWorkers>[0]> = {}) {
   const clock = new FakeClock();
   const syncer = new RecordingSyncer();
-  const workers = new PodWorkers({ syncer, clock, logger: silentLogger(), resyncIntervalMs: 60_000, backoffInitialMs: 1000, backoffMaxMs: 8000, random: () => 0, ...opts });
+  const workers = new PodWorkers({ syncer, clock, logger: silentLogger(), resyncIntervalMs: 60_000, random: () => 0, ...opts });
   return { clock, syncer, workers };
 }
 
@@ -91,31 +91,78 @@ test('one pod syncs serially while different pods sync in parallel, bounded by m
   assert.equal(syncer.calls.length, 3);
 });
 
-test('success requeues at the resync interval; an error backs off 1 s, 2 s, 4 s, capped', async () => {
-  const { clock, syncer, workers } = setup();
-  syncer.fail = 5;
+test('success requeues at the resync interval; an error is retried after a flat 10 s plus jitter, as the kubelet\'s', async () => {
+  for (const [random, period] of [[0, 10_000], [1, 15_000]] as const) {
+    const { clock, syncer, workers } = setup({ random: () => random });
+    syncer.fail = 5;
+    workers.updatePod(pod('a', '1'), 'create');
+    await settle();
+    const at: number[] = [];
+    const start = clock.now();
+    for (let i = 0; i < 6; i++) {
+      const n = syncer.calls.length;
+      while (syncer.calls.length === n) {
+        clock.step(100);
+        await settle();
+      }
+      at.push(clock.now() - start);
+    }
+    // Five failures from t=0, each retried one period later (never growing); the sixth sync
+    // succeeds and the next one comes a (jittered) resync interval later.
+    const resync = 60_000 * (1 + random * 0.5);
+    assert.deepEqual(at, [...[1, 2, 3, 4, 5].map((k) => k * period), 5 * period + resync], `jitter ${random}`);
+    const n = syncer.calls.length;
+    clock.step(resync - 100);
+    await settle();
+    assert.equal(syncer.calls.length, n, 'no sync before the resync interval after success');
+    clock.step(200);
+    await settle();
+    assert.equal(syncer.calls.length, n + 1);
+  }
+});
+
+test('a terminating pod holds no sync slot: with one slot, another pod syncs while a kill waits out its grace period', async () => {
+  const { syncer, workers } = setup({ maxConcurrentSyncs: 1 });
+  let endKill!: () => void;
+  syncer.syncTerminatingPod = async (p) => {
+    syncer.calls.push(`terminating ${p.metadata!.uid}`);
+    await new Promise<void>((r) => (endKill = r));
+  };
+  workers.updatePod(pod('a', '1', { deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 }), 'create');
+  await settle();
+  workers.updatePod(pod('b', '1'), 'create');
+  await settle();
+  assert.deepEqual(syncer.calls, ['terminating a', 'sync b rv=1 create']);
+  endKill();
+  await settle();
+  assert.equal(workers.isKnown('a'), false);
+});
+
+test('a shorter grace period during a kill (a force delete) cuts that kill short and kills again with it', async () => {
+  const { syncer, workers } = setup();
+  const graces: Array<number | undefined> = [];
+  let endKill!: () => void;
+  syncer.syncTerminatingPod = async (p, signal) => {
+    graces.push(p.metadata!.deletionGracePeriodSeconds);
+    await new Promise<void>((resolve, reject) => {
+      endKill = resolve;
+      signal.addEventListener('abort', () => reject(new Error('cut short')), { once: true });
+    });
+  };
   workers.updatePod(pod('a', '1'), 'create');
   await settle();
-  const at: number[] = [];
-  const start = clock.now();
-  for (let i = 0; i < 6; i++) {
-    const n = syncer.calls.length;
-    while (syncer.calls.length === n) {
-      clock.step(100);
-      await settle();
-    }
-    at.push(clock.now() - start);
-  }
-  // Five failures from t=0, retried after 1, 2, 4, 8 and 8 s (the cap); the sixth sync succeeds
-  // and the next one comes a resync interval later.
-  assert.deepEqual(at, [1000, 3000, 7000, 15000, 23000, 83000]);
-  const n = syncer.calls.length;
-  clock.step(59_900);
+  workers.updatePod(pod('a', '2', { deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 }), 'update');
   await settle();
-  assert.equal(syncer.calls.length, n, 'no sync before the resync interval after success');
-  clock.step(200);
+  // The same or a longer period changes nothing; a shorter one does, at once.
+  workers.updatePod(pod('a', '3', { deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 }), 'update');
   await settle();
-  assert.equal(syncer.calls.length, n + 1);
+  assert.deepEqual(graces, [30]);
+  workers.updatePod(pod('a', '4', { deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 }), 'update');
+  await settle();
+  assert.deepEqual(graces, [30, 0]);
+  endKill();
+  await settle();
+  assert.equal(workers.isKnown('a'), false, 'terminated and forgotten after the shorter kill');
 });
 
 test('a back-off outcome requeues when the back-off ends, not at the resync interval', async () => {
@@ -154,8 +201,11 @@ test('deletionTimestamp: terminating, then terminated (API delete), then forgott
   await settle();
   assert.deepEqual(syncer.calls, ['sync a rv=1 create', 'terminating a', 'terminated a removed=false']);
   assert.equal(workers.isKnown('a'), false);
+  // A late update of the deleted pod is never started again: at most its (empty) runtime is stopped.
+  syncer.calls = [];
   workers.updatePod(pod('a', '3', { deletionTimestamp: new Date() }), 'update');
   await settle();
+  assert.deepEqual(syncer.calls, ['terminating a', 'terminated a removed=false']);
 });
 
 test('a pod removed from the API while running is stopped and forgotten without an API delete', async () => {
@@ -189,15 +239,18 @@ test('a failing termination is retried with back-off until it succeeds', async (
   const { clock, syncer, workers } = setup();
   let failures = 2;
   const orig = syncer.syncTerminatingPod.bind(syncer);
-  syncer.syncTerminatingPod = async (p) => {
-    await orig(p);
+  syncer.syncTerminatingPod = async (p, signal) => {
+    await orig(p, signal);
     if (failures-- > 0) throw new Error('still running');
   };
   workers.updatePod(pod('a', '1', { deletionTimestamp: new Date() }), 'create');
   await settle();
-  clock.step(1000);
+  clock.step(9_999);
   await settle();
-  clock.step(2000);
+  assert.equal(syncer.calls.length, 1, 'not before the back-off period');
+  clock.step(1);
+  await settle();
+  clock.step(10_000);
   await settle();
   assert.deepEqual(syncer.calls, ['terminating a', 'terminating a', 'terminating a', 'terminated a removed=false']);
 });

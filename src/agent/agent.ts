@@ -17,7 +17,8 @@ import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
-import { PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
+import { RuntimeState } from './runtime-state.js';
+import { NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
 import { Backoff } from '../runtime/backoff.js';
 import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
@@ -34,7 +35,7 @@ import { RuntimeClassManager } from '../kube/runtime-class.js';
 import { ServiceCache } from '../kube/service-cache.js';
 import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
-import { podRef } from '../kube/object-ref.js';
+import { EventReasons, podRef } from '../kube/object-ref.js';
 import { admitPod } from '../pods/admission.js';
 import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
@@ -67,6 +68,7 @@ export class Agent implements PodSyncer {
   private readonly reflector?: PodReflector;
   private readonly staticPods?: StaticPodSource;
   private pleg!: GenericPLEG;
+  private runtimeState!: RuntimeState;
   private processRuntime?: { runtime: ProcessRuntime; server: ProcessRuntimeServer };
   private mirrors?: MirrorPodManager;
   private nodeApi?: NodeApi;
@@ -193,6 +195,8 @@ export class Agent implements PodSyncer {
       relistPeriodMs: opts.plegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
     });
+    this.runtimeState = new RuntimeState(this.cri);
+    this.runtimeState.addHealthCheck('PLEG', () => this.pleg.healthProblem());
     this.probes = new ProbeManager({
       clock: this.clock,
       recorder: this.recorder,
@@ -284,10 +288,13 @@ export class Agent implements PodSyncer {
       clock: this.clock,
       logger: this.logger,
     }, this.kube, this.deps.nodeIP);
+    // The node's first status already knows the runtime and a relist (the kubelet's first ones say
+    // "PLEG is not healthy: pleg has yet to be successful" for a while).
+    await Promise.all([this.runtimeState.refresh(), this.pleg.relist()]);
     if (this.kube) {
       this.nodeController = new NodeController({
         api: this.kube,
-        runtime: this.cri,
+        runtimeHealth: () => this.runtimeState.health(),
         config: this.config,
         nodeIP: this.deps.nodeIP,
         kubeletVersion: `v${NODELET_VERSION}-nodelet`,
@@ -310,6 +317,7 @@ export class Agent implements PodSyncer {
     this.staticPods?.start();
     this.every(2000, () => this.housekeeping());
     this.every(60_000, () => this.collectGarbage());
+    this.every(5000, () => this.runtimeState.refresh());
     this.logger.info('nodelet started', { node: this.config.nodeName, ...this.nodeApi.ports });
   }
 
@@ -429,6 +437,16 @@ export class Agent implements PodSyncer {
       const now = await getPodStatus(this.deps, uid, name, namespace);
       this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, evict: deadline.exceeded }));
       return { terminal: true };
+    }
+    // As the kubelet: while the runtime's network is not ready, only host-network pods start.
+    const networkDown = this.runtimeState.networkNotReady();
+    if (networkDown && !pod.spec?.hostNetwork) {
+      const { name = '', namespace = '' } = pod.metadata ?? {};
+      const now = await getPodStatus(this.deps, uid, name, namespace);
+      this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes }));
+      const message = `${NETWORK_NOT_READY_MESSAGE}: ${networkDown}`;
+      this.recorder.event(podRef(pod), 'Warning', EventReasons.NetworkNotReady, message);
+      throw new NetworkNotReadyError(message);
     }
     if (this.mirrors && isStaticPod(pod)) {
       // Best effort: a static pod runs whether or not its mirror could be made.

@@ -4,7 +4,6 @@
 // backoff; nothing here ever stops the agent.
 import type { V1Lease, V1LeaseSpec, V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import type { NodeletConfig } from '../config/config.js';
-import type { RuntimeService } from '../cri/services.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { apiErrorMessage, httpCode, type NodeApi } from './client.js';
@@ -16,7 +15,8 @@ const UNSCHEDULABLE_ANNOTATION = 'nodelet.io/unschedulable-on-shutdown';
 
 export interface NodeControllerOptions {
   api: NodeApi;
-  runtime: RuntimeService;
+  /** The runtime's health as last read (the agent reads it every few seconds). */
+  runtimeHealth: () => RuntimeHealth;
   config: NodeletConfig;
   nodeIP: string;
   kubeletVersion: string;
@@ -26,27 +26,6 @@ export interface NodeControllerOptions {
   /** Injected for tests; read from the host otherwise. */
   host?: () => HostInfo;
   pressure?: () => PressureSignals;
-}
-
-/** Ready only while CRI Status says RuntimeReady and NetworkReady (the kubelet's runtime state check). */
-export async function runtimeHealth(runtime: RuntimeService): Promise<RuntimeHealth> {
-  let runtimeVersion = 'unknown://unknown';
-  try {
-    const v = await runtime.version('0.1.0');
-    runtimeVersion = `${v.runtime_name}://${v.runtime_version}`;
-    const st = await runtime.status();
-    const conds = st.status?.conditions ?? [];
-    for (const type of ['RuntimeReady', 'NetworkReady']) {
-      const c = conds.find((x) => x.type === type);
-      if (!c || !c.status) {
-        const what = type === 'RuntimeReady' ? 'container runtime not ready' : 'container runtime network not ready';
-        return { runtimeVersion, notReadyMessage: `${what}: ${type}=false reason:${c?.reason ?? ''} message:${c?.message ?? 'no such condition reported'}` };
-      }
-    }
-    return { runtimeVersion };
-  } catch (err) {
-    return { runtimeVersion, notReadyMessage: `container runtime is down: ${(err as Error).message}` };
-  }
 }
 
 /** A MicroTime as the API server reads it: RFC 3339 with six fractional digits. */
@@ -123,7 +102,7 @@ export class NodeController {
       nodeIP: this.opts.nodeIP,
       kubeletVersion: this.opts.kubeletVersion,
       port: this.opts.port(),
-      runtime: await runtimeHealth(this.opts.runtime),
+      runtime: this.opts.runtimeHealth(),
       pressure: this.pressure(),
       previous,
       now: this.opts.clock.now(),

@@ -55,6 +55,17 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): PodLifecycleEv
   return events;
 }
 
+/** A relist not completed for this long makes the node NotReady (the kubelet's relistThreshold). */
+export const RELIST_THRESHOLD_MS = 3 * 60_000;
+
+/** A duration as Go's time.Duration prints it, to the millisecond: "3m0s", "3m5.25s", "1h0m0.001s". */
+export function goDuration(ms: number): string {
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const s = ((ms % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
+  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
+}
+
 export class GenericPLEG {
   private last: Snapshot = new Map();
   private timer?: Timer;
@@ -77,8 +88,16 @@ export class GenericPLEG {
   }
 
   /** Healthy while relists keep happening (the kubelet's PLEG health check). */
-  healthy(thresholdMs = 3 * 60_000): boolean {
-    return this.lastRelistAt > 0 && this.opts.clock.now() - this.lastRelistAt < thresholdMs;
+  healthy(thresholdMs = RELIST_THRESHOLD_MS): boolean {
+    return this.healthProblem(thresholdMs) === undefined;
+  }
+
+  /** Why the PLEG is not healthy, in the kubelet's words (undefined when it is). */
+  healthProblem(thresholdMs = RELIST_THRESHOLD_MS): string | undefined {
+    if (this.lastRelistAt === 0) return 'pleg has yet to be successful';
+    const elapsed = this.opts.clock.now() - this.lastRelistAt;
+    if (elapsed <= thresholdMs) return undefined;
+    return `pleg was last seen active ${goDuration(elapsed)} ago; threshold is ${goDuration(thresholdMs)}`;
   }
 
   private schedule(ms: number): void {

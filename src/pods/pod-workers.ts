@@ -65,6 +65,12 @@ interface PodWork {
   done?: Promise<void>;
 }
 
+/** The kubelet's words for a pod held back because the runtime's network is not ready. */
+export const NETWORK_NOT_READY_MESSAGE = 'network is not ready';
+
+/** A sync that waits for the runtime's network: retried after a second, not the full back-off. */
+export class NetworkNotReadyError extends Error {}
+
 /** A kill given up for one with a shorter grace period (which the worker runs next). */
 class KillCutShort extends Error {}
 
@@ -208,7 +214,7 @@ export class PodWorkers {
           if (!(err instanceof KillCutShort)) {
             // As the kubelet: a failed sync is retried after a flat, jittered period, not a growing one
             // (a pod waiting for its ConfigMap or the network starts within seconds of its arrival).
-            requeueMs = this.jitter(this.opts.backoffPeriodMs ?? 10_000);
+            requeueMs = this.jitter(err instanceof NetworkNotReadyError ? 1000 : (this.opts.backoffPeriodMs ?? 10_000));
             this.opts.logger.warn('pod sync failed, will retry', { ...podFields(w.pod), phase: w.phase, error: (err as Error).message, retryInMs: Math.round(requeueMs) });
           }
         } finally {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import type { V1Lease, V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { defaultConfig } from '../../../src/config/config.js';
 import type { NodeApi } from '../../../src/kube/client.js';
+import { RuntimeState } from '../../../src/agent/runtime-state.js';
 import { NodeController } from '../../../src/kube/node-controller.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { FakeClock } from '../../../src/util/clock.js';
@@ -59,7 +60,9 @@ test('registers, then patches status only when it changes or the report period p
   const config = { ...defaultConfig(), nodeName: 'n1', nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 60_000, nodeLeaseRenewIntervalMs: 10_000 };
   const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
   const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
-  const nc = new NodeController({ api, runtime, config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });
+  const state = new RuntimeState(runtime);
+  await state.refresh();
+  const nc = new NodeController({ api, runtimeHealth: () => state.health(), config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });
   await nc.start();
   assert.equal(api.node?.metadata?.name, 'n1');
   assert.equal(api.statusPatches.length, 1);
@@ -75,6 +78,7 @@ test('registers, then patches status only when it changes or the report period p
   await settle();
   assert.equal(api.statusPatches.length, 2, 'reported once the report period passed');
   down = true;
+  await state.refresh();
   clock.step(10_000);
   await settle();
   assert.equal(api.statusPatches.length, 3, 'a change is reported at once');

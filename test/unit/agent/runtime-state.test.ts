@@ -1,0 +1,52 @@
+// The node's readiness as the kubelet makes it: the runtime's conditions and the PLEG's health.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { aggregateErrors, RuntimeState } from '../../../src/agent/runtime-state.js';
+import { silentLogger } from '../../../src/observability/logger.js';
+import { GenericPLEG, goDuration } from '../../../src/pleg/generic-pleg.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { FakeRuntime } from '../runtime/fake-runtime.js';
+
+function runtimeWith(conditions: Record<string, boolean>) {
+  const clock = new FakeClock();
+  const runtime = new FakeRuntime(clock);
+  runtime.status = async () =>
+    ({ status: { conditions: Object.entries(conditions).map(([type, status]) => ({ type, status, reason: status ? '' : 'NoCNIConfig', message: status ? '' : 'no network config found' })) } }) as never;
+  return { clock, runtime };
+}
+
+test('a PLEG whose relist has not completed for over 3 minutes makes the node NotReady, in the kubelet\'s words', async () => {
+  const { clock, runtime } = runtimeWith({ RuntimeReady: true, NetworkReady: true });
+  const pleg = new GenericPLEG({ runtime, nodeName: 'n', clock, logger: silentLogger(), onEvent: () => undefined });
+  const state = new RuntimeState(runtime);
+  state.addHealthCheck('PLEG', () => pleg.healthProblem());
+  await state.refresh();
+  assert.equal(state.health().notReadyMessage, 'PLEG is not healthy: pleg has yet to be successful');
+  await pleg.relist();
+  assert.equal(state.health().notReadyMessage, undefined);
+  clock.step(3 * 60_000);
+  assert.equal(state.health().notReadyMessage, undefined, 'at the threshold still healthy');
+  clock.step(5_250);
+  assert.equal(state.health().notReadyMessage, 'PLEG is not healthy: pleg was last seen active 3m5.25s ago; threshold is 3m0s');
+  await pleg.relist();
+  assert.equal(state.health().notReadyMessage, undefined, 'healthy again after a relist');
+});
+
+test('a runtime whose network is not ready: pods on the pod network wait, and the node says why, with every other error', async () => {
+  const { runtime } = runtimeWith({ RuntimeReady: true, NetworkReady: false });
+  const state = new RuntimeState(runtime);
+  assert.equal(state.health().notReadyMessage, 'container runtime status check may not have completed yet');
+  await state.refresh();
+  const network = 'container runtime network not ready: NetworkReady=false reason:NoCNIConfig message:no network config found';
+  assert.equal(state.networkNotReady(), network);
+  assert.equal(state.health().notReadyMessage, network);
+  state.addHealthCheck('PLEG', () => 'pleg has yet to be successful');
+  assert.equal(state.health().notReadyMessage, `[PLEG is not healthy: pleg has yet to be successful, ${network}]`);
+});
+
+test('Go\'s formats: durations, and aggregated errors', () => {
+  assert.deepEqual([0, 999, 1000, 180_000, 185_250, 3_600_001].map(goDuration), ['0s', '0.999s', '1s', '3m0s', '3m5.25s', '1h0m0.001s']);
+  assert.equal(aggregateErrors([]), undefined);
+  assert.equal(aggregateErrors(['a']), 'a');
+  assert.equal(aggregateErrors(['a', 'b', 'a']), '[a, b]');
+});

@@ -1,6 +1,7 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
 import os from 'node:os';
+import { join } from 'node:path';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ImageManager } from '../images/image-manager.js';
@@ -37,6 +38,7 @@ import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { EventReasons, podRef } from '../kube/object-ref.js';
 import { admitPod } from '../pods/admission.js';
+import { admitAppArmor, appArmorEnabledOnHost } from '../pods/apparmor.js';
 import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus } from '../status/generate.js';
@@ -86,6 +88,7 @@ export class Agent implements PodSyncer {
   private housekeepingRunning = false;
   private nodeController?: NodeController;
   private readonly sysctls: SysctlAllowlist;
+  private readonly appArmorEnabled = appArmorEnabledOnHost();
   /** Pods refused by admission: they never reach a worker. */
   private readonly rejected = new Set<string>();
   private sourcesReady = false;
@@ -248,6 +251,7 @@ export class Agent implements PodSyncer {
       podLogRoot: this.config.podLogRoot,
       cpuCFSQuota: this.config.cpuCFSQuota,
       allowPrivileged: this.config.allowPrivileged,
+      seccomp: { profileRoot: join(this.config.rootDir, 'seccomp'), defaultToRuntimeDefault: this.config.seccompDefault },
       crashLoopBackoff: new Backoff(this.clock, this.config.crashLoopBackOff.initialMs, this.config.crashLoopBackOff.maxMs),
       memoryCapacity: os.totalmem(),
       volumes: this.volumes.manager,
@@ -377,7 +381,8 @@ export class Agent implements PodSyncer {
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
       const sysctls = this.sysctls.admit(pod);
-      const verdict = !sysctls.admit ? sysctls : node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
+      const fits = !sysctls.admit ? sysctls : node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
+      const verdict = fits.admit ? admitAppArmor(pod, this.appArmorEnabled) : fits;
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;

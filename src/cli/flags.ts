@@ -40,6 +40,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'max-pods': ['maxPods', 'int', 'pods admitted on the node (default 110)'],
   'cpu-cfs-quota': ['cpuCFSQuota', 'bool', 'enforce CPU limits with CFS quota (default true)'],
   'allow-privileged': ['allowPrivileged', 'bool', 'let securityContext.privileged take effect (default false)'],
+  'seccomp-default': ['seccompDefault', 'bool', 'RuntimeDefault seccomp for containers that name no profile (default false)'],
   'node-status-update-frequency': ['nodeStatusUpdateFrequency', 'duration', 'how often node status is computed (default 10s)'],
   'static-pod-path': ['staticPodPath', 'string', 'a directory of static pod manifests, watched'],
   runtime: ['runtime', 'string', 'cri (a runtime at --runtime-endpoint) or process (nodelet\'s own)'],

@@ -104,6 +104,8 @@ export interface NodeletConfig {
   nodeLabels: Record<string, string>;
   registerWithTaints: Taint[];
   allowPrivileged: boolean;
+  /** RuntimeDefault seccomp for containers that name no profile (the kubelet's seccompDefault, off by default). */
+  seccompDefault: boolean;
   cpuCFSQuota: boolean;
   logLevel: 'error' | 'warn' | 'info' | 'debug';
   logFormat: 'json' | 'text' | '';
@@ -164,6 +166,7 @@ export function defaultConfig(): NodeletConfig {
     nodeLabels: {},
     registerWithTaints: [],
     allowPrivileged: false,
+    seccompDefault: false,
     cpuCFSQuota: true,
     logLevel: 'info',
     logFormat: '',
@@ -272,6 +275,7 @@ const fields: Record<string, FieldSpec> = {
   nodeLabels: { kind: 'stringMap' },
   registerWithTaints: { kind: 'taints' },
   allowPrivileged: { kind: 'bool' },
+  seccompDefault: { kind: 'bool' },
   cpuCFSQuota: { kind: 'bool' },
   logLevel: { kind: 'enum', values: ['error', 'warn', 'info', 'debug'] },
   logFormat: { kind: 'enum', values: ['json', 'text'] },

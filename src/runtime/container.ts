@@ -22,6 +22,7 @@ import {
 import type { ContainerKillReason } from './pod-actions.js';
 import { linuxContainerResources } from './resources.js';
 import { podHostname, podLogDirectory, podSupplementalGroups } from './sandbox.js';
+import { appArmorProfile, DEFAULT_SECCOMP, seccompProfile } from './security-profiles.js';
 import { servicesForPod, serviceEnvVars } from './service-env.js';
 import { readTerminationMessage } from './termination-message.js';
 import { runPostStartHook, runPreStopHook } from './hooks.js';
@@ -166,6 +167,7 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
     }
   }
   const sc = container.securityContext;
+  const apparmor = appArmorProfile(pod, container);
   const podSc = pod.spec?.securityContext;
   const runAsUser = sc?.runAsUser ?? podSc?.runAsUser;
   await verifyRunAsNonRoot(deps, pod, container, imageRef, runAsUser);
@@ -200,6 +202,8 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
         // procMount Default hides and protects parts of /proc and /sys; Unmasked leaves them.
         masked_paths: sc?.procMount === 'Unmasked' ? [] : DEFAULT_MASKED_PATHS,
         readonly_paths: sc?.procMount === 'Unmasked' ? [] : DEFAULT_READONLY_PATHS,
+        seccomp: seccompProfile(pod, container, deps.seccomp ?? DEFAULT_SECCOMP),
+        ...(apparmor ? { apparmor: apparmor.profile, apparmor_profile: apparmor.deprecated } : {}),
       },
     },
   };

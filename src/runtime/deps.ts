@@ -9,6 +9,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../util/clock.js';
 import type { MountedVolume, VolumeHost } from '../volumes/types.js';
 import type { Backoff } from './backoff.js';
+import type { SeccompSettings } from './security-profiles.js';
 import type { DnsSettings } from './dns.js';
 import type { ProbeInputs } from './pod-actions.js';
 
@@ -51,6 +52,8 @@ export interface RuntimeManagerDeps {
   podLogRoot: string;
   cpuCFSQuota: boolean;
   allowPrivileged: boolean;
+  /** seccomp: where Localhost profiles live, and the node's default (absent: <no default>, /var/lib/kubelet/seccomp). */
+  seccomp?: SeccompSettings;
   /** Crash-loop backoff of containers (10 s doubling to 300 s). */
   crashLoopBackoff: Backoff;
   /** Node memory capacity in bytes, for the OOM score of Burstable pods. */

@@ -1,6 +1,8 @@
 // CPU and memory requests/limits to CRI Linux resources, and the QoS class and OOM score that go with them.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { LinuxContainerResources } from '../cri/types.js';
+import { isMirrorPod } from '../pods/mirror-pods.js';
+import { isStaticPod } from '../pods/static-pods.js';
 import { bytes, milliCPU, parseQuantity } from '../util/quantity.js';
 
 const MIN_SHARES = 2;
@@ -48,18 +50,41 @@ export function podQOSClass(pod: V1Pod): QOSClass {
 
 /** The kubelet's OOM score adjustment by QoS class. */
 export function oomScoreAdj(pod: V1Pod, container: V1Container, memoryCapacity: number): number {
+  // A node-critical pod (static or mirror, or of critical priority, in system-node-critical) is killed last.
+  if (isNodeCriticalPod(pod)) return GUARANTEED_OOM_SCORE_ADJ;
   switch (podQOSClass(pod)) {
     case 'Guaranteed':
-      return -997;
+      return GUARANTEED_OOM_SCORE_ADJ;
     case 'BestEffort':
-      return 1000;
+      return BESTEFFORT_OOM_SCORE_ADJ;
     default: {
-      const req = quantity(container.resources?.requests as Record<string, string> | undefined, 'memory');
-      const memRequest = req ? bytes(req) : 0;
-      const adj = 1000 - Math.floor((1000 * memRequest) / Math.max(1, memoryCapacity));
-      return Math.min(999, Math.max(2, adj));
+      const capacity = Math.max(1, memoryCapacity);
+      const score = (memRequest: number) => 1000 - Math.floor((1000 * memRequest) / capacity);
+      let adj = score(memoryRequest(container));
+      // A sidecar is never killed before the regular container with the smallest request.
+      const sidecar = container.restartPolicy === 'Always' && (pod.spec?.initContainers ?? []).some((c) => c.name === container.name);
+      if (sidecar && pod.spec?.containers.length) adj = Math.min(adj, score(Math.min(...pod.spec.containers.map(memoryRequest))));
+      // Burstable stays above Guaranteed (3 at least) and below BestEffort (999 at most).
+      if (adj < 1000 + GUARANTEED_OOM_SCORE_ADJ) return 1000 + GUARANTEED_OOM_SCORE_ADJ;
+      return adj === BESTEFFORT_OOM_SCORE_ADJ ? adj - 1 : adj;
     }
   }
+}
+
+const GUARANTEED_OOM_SCORE_ADJ = -997;
+const BESTEFFORT_OOM_SCORE_ADJ = 1000;
+/** The priority from which a pod is critical (scheduling.SystemCriticalPriority). */
+const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+
+function memoryRequest(c: V1Container): number {
+  const req = quantity(c.resources?.requests as Record<string, string> | undefined, 'memory');
+  return req ? bytes(req) : 0;
+}
+
+/** The kubelet's IsNodeCriticalPod: critical (static, mirror, or critical priority) and in system-node-critical. */
+export function isNodeCriticalPod(pod: V1Pod): boolean {
+  const critical = isStaticPod(pod) || isMirrorPod(pod) || (pod.spec?.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
+  return critical && pod.spec?.priorityClassName === 'system-node-critical';
 }
 
 /** CRI Linux resources of a container: cpu shares from the request, CFS quota from the limit (if enabled), memory limit. */

@@ -3,17 +3,18 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/types.js';
+import { EventReasons, podRef } from '../kube/object-ref.js';
+import type { RuntimeManagerDeps } from './deps.js';
+import { DEFAULT_SECCOMP, seccompProfile } from './security-profiles.js';
+import { podDns } from './dns.js';
+import { newPodAnnotations, newPodLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
+import { isHostNetworkPod, networkNamespaceForPod } from './pod-actions.js';
 
 /** A pod's supplemental groups as the kubelet passes them: fsGroup first, then supplementalGroups. */
 export function podSupplementalGroups(pod: V1Pod): string[] {
   const sc = pod.spec?.securityContext;
   return [...(sc?.fsGroup != null ? [sc.fsGroup] : []), ...(sc?.supplementalGroups ?? [])].map(String);
 }
-import { EventReasons, podRef } from '../kube/object-ref.js';
-import type { RuntimeManagerDeps } from './deps.js';
-import { podDns } from './dns.js';
-import { newPodAnnotations, newPodLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
-import { isHostNetworkPod, networkNamespaceForPod } from './pod-actions.js';
 
 /** <podLogRoot>/<namespace>_<name>_<uid>: the pod's log directory, as the kubelet lays it out. */
 export function podLogDirectory(root: string, namespace: string, name: string, uid: string): string {
@@ -27,7 +28,7 @@ export function podHostname(pod: V1Pod): string {
   return h.slice(0, 63).replace(/[-.]+$/, '');
 }
 
-export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged' | 'dns'>, pod: V1Pod, attempt: number): PodSandboxConfig {
+export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged' | 'dns' | 'seccomp'>, pod: V1Pod, attempt: number): PodSandboxConfig {
   const meta = pod.metadata ?? {};
   const spec = pod.spec!;
   const hostNetwork = isHostNetworkPod(pod);
@@ -55,6 +56,8 @@ export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogR
         run_as_user: spec.securityContext?.runAsUser != null ? { value: String(spec.securityContext.runAsUser) } : null,
         run_as_group: spec.securityContext?.runAsGroup != null ? { value: String(spec.securityContext.runAsGroup) } : null,
         supplemental_groups: podSupplementalGroups(pod),
+        // The pod's own profile (a container's is its own business).
+        seccomp: seccompProfile(pod, undefined, deps.seccomp ?? DEFAULT_SECCOMP),
       },
       sysctls: Object.fromEntries((spec.securityContext?.sysctls ?? []).map((s) => [s.name, s.value])),
     },

@@ -1,7 +1,7 @@
 // The container runtimes the pipeline tests run against: the test cluster's containerd, and
 // nodelet's own process runtime (started here as `nodelet runtime serve`).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
 import { clusterEnv, eventually, ipInCidr, projectRoot } from './cluster.js';
@@ -103,4 +103,71 @@ export function processRuntimeAgentConfig(dir: string, socketName: string): { co
 export function resetProcessRuntime(root: string): void {
   const r = spawnSync(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'reset', '--root', root], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
   if (r.status !== 0) console.error(`nodelet runtime reset --root ${root} exited ${r.status}`);
+}
+
+export interface PrivateContainerd extends TestRuntime {
+  /** Its CNI configuration directory, empty at start (the runtime's network is then not ready). */
+  cniConfDir: string;
+  /** Gives it the test cluster's pod network (the same bridge), as a node's CNI setup would. */
+  addPodNetwork(): void;
+}
+
+/**
+ * A containerd of its own (root, state, socket and CNI directory apart from the test cluster's),
+ * with the test images, for what cannot be done to the shared one: here, a node whose runtime has
+ * no pod network yet.
+ */
+export async function privateContainerd(tag: string): Promise<PrivateContainerd> {
+  const env = clusterEnv();
+  const dir = join(env.clusterDir, `containerd-${tag}`);
+  rmSync(dir, { recursive: true, force: true });
+  const cniConfDir = join(dir, 'net.d');
+  mkdirSync(cniConfDir, { recursive: true });
+  const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, `containerd-${tag}.sock`);
+  const shared = readFileSync(join(env.clusterDir, 'containerd/config.toml'), 'utf8');
+  const config = shared
+    .replace(/^root = .*$/m, `root = "${join(dir, 'root')}"`)
+    .replace(/^state = .*$/m, `state = "${join(dir, 'state')}"`)
+    .replace(/^(\s*address = )".*\.ttrpc"$/m, `$1"${socket}.ttrpc"`)
+    .replace(/^(\s*address = )"(?!.*\.ttrpc").*\.sock"$/m, `$1"${socket}"`)
+    .replace(/^(\s*path = ).*$/m, `$1"${join(dir, 'opt')}"`)
+    .replace(/^(\s*conf_dir = ).*$/m, `$1"${cniConfDir}"`);
+  writeFileSync(join(dir, 'config.toml'), config);
+  const log = openSync(join(dir, 'containerd.log'), 'a');
+  const child = spawn('containerd', ['--config', join(dir, 'config.toml'), '--log-level', 'warn'], { stdio: ['ignore', log, log] });
+  closeSync(log);
+  const endpoint = `unix://${socket}`;
+  const cri = new CriClient(endpoint, { statusTimeoutMs: 1000 });
+  try {
+    await eventually('the private containerd to serve', 30_000, async () => ((await cri.version('0.1.0').catch(() => undefined))?.runtime_name === 'containerd' ? true : undefined), 200);
+  } finally {
+    cri.close();
+  }
+  const images = join(env.clusterDir, 'images');
+  for (const line of readFileSync(join(images, 'images.txt'), 'utf8').split('\n')) {
+    const [file, ref] = line.split(' ');
+    if (!file || (ref !== env.pauseImage && ref !== env.testImage)) continue;
+    const r = spawnSync('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', join(images, file)], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`importing ${ref} into the private containerd: ${r.stderr}`);
+  }
+  return {
+    name: 'containerd',
+    endpoint,
+    idScheme: 'containerd',
+    handler: 'runc',
+    podNetwork: true,
+    checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
+    cniConfDir,
+    addPodNetwork() {
+      copyFileSync(join(env.clusterDir, 'cni/net.d/10-nodelet.conflist'), join(cniConfDir, '10-nodelet.conflist'));
+    },
+    async stop() {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      // Its shims outlive it; `nodelet`'s cleanup removed the pods, and what is left goes with the directory.
+      spawnSync('umount', ['-R', join(dir, 'state')], { stdio: 'ignore' });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    },
+  };
 }

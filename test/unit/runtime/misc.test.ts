@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { V1Pod } from '@kubernetes/client-node';
 import { diffSnapshots } from '../../../src/pleg/generic-pleg.js';
 import { expandVars, makeEnvironment } from '../../../src/runtime/env.js';
 import { getContainerInfoFromAnnotations, getContainerInfoFromLabels, newContainerAnnotations, newContainerLabels } from '../../../src/runtime/labels.js';
 import { hashContainer } from '../../../src/runtime/hash.js';
-import { podQOSClass, milliCPUToShares, milliCPUToQuota } from '../../../src/runtime/resources.js';
+import { isNodeCriticalPod, milliCPUToQuota, milliCPUToShares, oomScoreAdj, podQOSClass } from '../../../src/runtime/resources.js';
 import { effectivePullPolicy, validImageName } from '../../../src/images/image-manager.js';
 import { bytes, milliCPU } from '../../../src/util/quantity.js';
 
@@ -102,4 +103,33 @@ test('pull policy defaults and image name checks', () => {
   assert.ok(validImageName('localhost:5000/a/b@sha256:abc'));
   assert.ok(!validImageName('nodelet.test/UPPER CASE:1'));
   assert.ok(!validImageName('nodelet.test/Upper:1'));
+});
+
+test('OOM score as the kubelet sets it: Burstable never below 3 nor 1000, a sidecar no higher than the smallest regular request, node-critical pods as Guaranteed', () => {
+  const gi = 2 ** 30;
+  const burstable = (memory: string, extra: Partial<V1Pod['spec']> = {}, meta: V1Pod['metadata'] = {}): V1Pod => ({
+    metadata: meta,
+    spec: { containers: [{ name: 'c', resources: { requests: { memory } } }], ...extra },
+  });
+  const c = (p: V1Pod) => p.spec!.containers[0]!;
+  // Requests as large as the node: 1000 - 1000 = 0, floored at 3.
+  let p = burstable('1Gi');
+  assert.equal(oomScoreAdj(p, c(p), gi), 3);
+  // A request too small to move the score: 1000 becomes 999 (BestEffort's is 1000).
+  p = burstable('1');
+  assert.equal(oomScoreAdj(p, c(p), gi), 999);
+  p = burstable('256Mi');
+  assert.equal(oomScoreAdj(p, c(p), gi), 750);
+  // A sidecar with no request of its own scores as the regular container with the least.
+  const sidecar = { name: 's', restartPolicy: 'Always', resources: { requests: { memory: '1' } } };
+  p = burstable('512Mi', { initContainers: [sidecar] });
+  assert.equal(oomScoreAdj(p, sidecar, gi), 500);
+  // system-node-critical and critical (a static pod): as Guaranteed.
+  p = burstable('1', { priorityClassName: 'system-node-critical' }, { annotations: { 'kubernetes.io/config.source': 'file' } });
+  assert.ok(isNodeCriticalPod(p));
+  assert.equal(oomScoreAdj(p, c(p), gi), -997);
+  p = burstable('1', { priorityClassName: 'system-node-critical', priority: 2_000_001_000 });
+  assert.equal(oomScoreAdj(p, c(p), gi), -997);
+  p = burstable('1', { priorityClassName: 'system-node-critical', priority: 1000 });
+  assert.equal(oomScoreAdj(p, c(p), gi), 999, 'not critical by priority, not static: Burstable');
 });

@@ -216,3 +216,35 @@ test('runtimeClassName: the sandbox gets the RuntimeClass\'s handler; a missing 
   assert.equal(e.reason, 'FailedCreatePodSandBox');
   assert.equal(e.message, 'Failed to create pod sandbox: runtimeclass.node.k8s.io "gone" not found');
 });
+
+test('seccomp and AppArmor reach the runtime as the kubelet sends them: the container\'s own, else the pod\'s; none is Unconfined (or RuntimeDefault with seccompDefault)', async () => {
+  const cases: Array<[Partial<V1Pod['spec']>, object | undefined, object, object | undefined]> = [
+    [{}, undefined, { profile_type: 'Unconfined' }, undefined],
+    [{ securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }, undefined, { profile_type: 'RuntimeDefault' }, undefined],
+    [{ securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }, { seccompProfile: { type: 'Localhost', localhostProfile: 'profiles/audit.json' } }, { profile_type: 'Localhost', localhost_ref: '/var/lib/nodelet/seccomp/profiles/audit.json' }, undefined],
+    [{ securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'k8s-deny-write' } } }, { appArmorProfile: undefined }, { profile_type: 'Unconfined' }, { profile_type: 'Localhost', localhost_ref: 'k8s-deny-write' }],
+    [{}, { appArmorProfile: { type: 'RuntimeDefault' } }, { profile_type: 'Unconfined' }, { profile_type: 'RuntimeDefault' }],
+  ];
+  for (const [spec, sc, seccomp, apparmor] of cases) {
+    const { deps, runtime } = fakeDeps({ seccomp: { profileRoot: '/var/lib/nodelet/seccomp', defaultToRuntimeDefault: false } });
+    const p = pod({ ...spec, containers: [{ name: 'c', image: 'nodelet.test/busybox:1', command: ['sh'], securityContext: sc as never }] });
+    assert.equal((await syncPod(deps, p, await status(deps, p))).error(), undefined);
+    const c = [...runtime.containers.values()][0]!.config.linux!.security_context!;
+    assert.deepEqual(c.seccomp, seccomp, JSON.stringify([spec, sc]));
+    assert.deepEqual(c.apparmor, apparmor);
+    const sb = [...runtime.sandboxes.values()][0]!.config.linux!.security_context!;
+    assert.deepEqual(sb.seccomp, spec?.securityContext?.seccompProfile ? { profile_type: 'RuntimeDefault' } : { profile_type: 'Unconfined' }, 'the sandbox: the pod\'s profile');
+  }
+  const { deps, runtime } = fakeDeps({ seccomp: { profileRoot: '/x', defaultToRuntimeDefault: true } });
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  assert.deepEqual([...runtime.containers.values()][0]!.config.linux!.security_context!.seccomp, { profile_type: 'RuntimeDefault' }, 'seccompDefault');
+  // A Localhost profile with no name is the pod's error, and nothing starts.
+  const bad = pod({ containers: [{ name: 'c', image: 'nodelet.test/busybox:1', securityContext: { seccompProfile: { type: 'Localhost' } } }] });
+  const { deps: d2, runtime: r2 } = fakeDeps();
+  const res = await syncPod(d2, bad, await status(d2, bad));
+  const start = res.results.find((r) => r.action === 'StartContainer')!;
+  assert.equal(start.reason, 'CreateContainerConfigError');
+  assert.equal(start.message, 'localhostProfile must be set if seccompProfile type is Localhost.');
+  assert.equal(r2.containers.size, 0);
+});

@@ -127,7 +127,8 @@ export class ImageManager {
       const msg = `Back-off pulling image "${image}"`;
       recorder.event(ref, 'Normal', EventReasons.BackOffPullImage, msg);
       const last = this.lastPullError.get(key);
-      throw new SyncError(Reasons.ImagePullBackOff, last === undefined ? msg : `${msg}: ${Reasons.ImagePull}: ${last}`);
+      const retryAfterMs = this.backoff.remainingSinceUpdate(key, this.opts.clock.now());
+      throw new SyncError(Reasons.ImagePullBackOff, last === undefined ? msg : `${msg}: ${Reasons.ImagePull}: ${last}`, { retryAfterMs });
     }
     this.lastPullError.delete(key);
     recorder.event(ref, 'Normal', EventReasons.PullingImage, `Pulling image "${image}"`);

@@ -1,6 +1,7 @@
-// The event recorder: core/v1 Events on pods, as the kubelet sends them. Repeats of an event are
-// aggregated into one object (count and lastTimestamp), a noisy object is rate limited, and
-// recording only queues: a sync never waits for the API server.
+// The event recorder: core/v1 Events on pods, as the kubelet's (client-go's event correlator) sends
+// them. Repeats of an event are one object (count and lastTimestamp); ten different messages of one
+// reason within 10 min become one "(combined from similar events)" event; every event, repeats
+// included, passes a per-object spam filter; recording only queues: a sync never waits for the API.
 import type { CoreV1Event, V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -24,6 +25,10 @@ export interface EventRecorderOptions {
   cacheSize?: number;
 }
 
+/** client-go's aggregation: this many different messages of one reason within the interval are combined. */
+const AGGREGATE_MAX_EVENTS = 10;
+const AGGREGATE_INTERVAL_MS = 600_000;
+
 interface Pending {
   ref: V1ObjectReference;
   type: EventType;
@@ -42,6 +47,8 @@ export class ApiEventRecorder implements EventRecorder {
   private readonly queue: Pending[] = [];
   private readonly known = new Map<string, Known>();
   private readonly buckets = new Map<string, { tokens: number; updated: number }>();
+  /** Per object and reason: the different messages seen lately. */
+  private readonly similar = new Map<string, { messages: Set<string>; last: number }>();
   private draining = false;
   private idleWaiters: Array<() => void> = [];
   private readonly maxQueue: number;
@@ -107,9 +114,31 @@ export class ApiEventRecorder implements EventRecorder {
     }
   }
 
+  /** The event as sent: its own, or once too many similar ones came, the combined one (and its key). */
+  private aggregate(e: Pending): { message: string; key: string } {
+    const exact = [e.ref.uid, e.ref.fieldPath ?? '', e.type, e.reason, e.message].join('\u0000');
+    const group = [e.ref.uid, e.type, e.reason].join('\u0000');
+    let record = this.similar.get(group);
+    if (!record || e.at - record.last > AGGREGATE_INTERVAL_MS) record = { messages: new Set(), last: e.at };
+    record.messages.add(e.message);
+    record.last = e.at;
+    this.similar.delete(group);
+    this.similar.set(group, record);
+    if (this.similar.size > this.cacheSize) this.similar.delete(this.similar.keys().next().value!);
+    if (record.messages.size < AGGREGATE_MAX_EVENTS) return { message: e.message, key: exact };
+    // Keep the set from growing: one message fewer, so the next different one is combined too.
+    record.messages.delete(record.messages.values().next().value!);
+    return { message: `(combined from similar events): ${e.message}`, key: group };
+  }
+
   private async send(e: Pending): Promise<void> {
     const ns = e.ref.namespace || 'default';
-    const key = [e.ref.uid, e.ref.fieldPath ?? '', e.type, e.reason, e.message].join('\u0000');
+    // As client-go: every event, a repeat too, spends a token of its object's (and type's) bucket.
+    if (!this.allow(`${e.ref.uid ?? `${ns}/${e.ref.name}`}\u0000${e.type}`, e.at)) {
+      this.opts.metrics?.eventsDropped.inc({ why: 'rate_limited' });
+      return;
+    }
+    const { message, key } = this.aggregate(e);
     const at = new Date(e.at);
     const known = this.known.get(key);
     if (known) {
@@ -125,16 +154,12 @@ export class ApiEventRecorder implements EventRecorder {
         this.known.delete(key); // the event expired on the server: create it anew
       }
     }
-    if (!this.allow(e.ref.uid ?? `${ns}/${e.ref.name}`, e.at)) {
-      this.opts.metrics?.eventsDropped.inc({ why: 'rate_limited' });
-      return;
-    }
     const name = `${e.ref.name}.${(BigInt(e.at) * 1_000_000n + BigInt(this.known.size % 1_000_000)).toString(16)}`;
     const event: CoreV1Event = {
       metadata: { name, namespace: ns },
       involvedObject: e.ref,
       reason: e.reason,
-      message: e.message,
+      message,
       type: e.type,
       count: 1,
       firstTimestamp: at,

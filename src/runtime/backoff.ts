@@ -46,6 +46,12 @@ export class Backoff {
     return now - e.lastUpdate < e.backoffMs;
   }
 
+  /** Milliseconds left of the back-off since the last recorded failure (0 when none). */
+  remainingSinceUpdate(key: string, now: number): number {
+    const e = this.entries.get(key);
+    return e && this.isInBackOffSinceUpdate(key, now) ? e.lastUpdate + e.backoffMs - now : 0;
+  }
+
   /** Milliseconds left of the backoff from `eventTime` (0 when none). */
   remaining(key: string, eventTime: number): number {
     return this.isInBackOffSince(key, eventTime) ? this.get(key) - (this.clock.now() - eventTime) : 0;

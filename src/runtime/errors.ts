@@ -22,9 +22,13 @@ export type Reason = (typeof Reasons)[keyof typeof Reasons];
 
 /** An error whose `reason` is one of the kubelet's; `message` is the detail users read. */
 export class SyncError extends Error {
-  constructor(readonly reason: Reason, message: string, options?: { cause?: unknown }) {
+  /** For a back-off: when trying again can succeed. */
+  readonly retryAfterMs?: number;
+
+  constructor(readonly reason: Reason, message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
     super(message, options);
     this.name = 'SyncError';
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

@@ -144,6 +144,7 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
       const reason = err instanceof SyncError ? err.reason : Reasons.RunContainer;
       deps.metrics.startedContainersErrors.inc({ container_type: metricType(type), code: reason });
       r.fail(reason, (err as Error).message);
+      if (err instanceof SyncError) r.retryAfterMs = err.retryAfterMs;
       deps.logger.warn('container start failed', { ...fields, container: container.name, reason, error: (err as Error).message });
       return false;
     }

@@ -84,3 +84,29 @@ test('recording returns at once even when the API server hangs', async () => {
   release();
   await rec.flush();
 });
+
+test('repeats pass the spam filter too: an object\'s 25 tokens cover new events and repeats alike, per event type', async () => {
+  const h = harness({ burst: 3 });
+  for (let i = 0; i < 5; i++) h.rec.event(ref('u1'), 'Warning', 'BackOff', 'Back-off restarting failed container');
+  h.rec.event(ref('u1'), 'Normal', 'Pulled', 'a Normal event has a bucket of its own');
+  await h.rec.flush();
+  assert.equal(h.created.length, 2);
+  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3], 'the 4th and 5th repeats were filtered');
+  h.clock.step(300_000);
+  h.rec.event(ref('u1'), 'Warning', 'BackOff', 'Back-off restarting failed container');
+  await h.rec.flush();
+  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3, 4], 'one token back after 5 min');
+});
+
+test('ten different messages of one reason within 10 min are combined into one event, as client-go combines them', async () => {
+  const h = harness({ burst: 100 });
+  for (let i = 0; i < 12; i++) h.rec.event(ref('u1'), 'Warning', 'Unhealthy', `Readiness probe failed: attempt ${i}`);
+  await h.rec.flush();
+  assert.equal(h.created.length, 10, '9 on their own, then the combined one');
+  assert.equal(h.created[9]!.message, '(combined from similar events): Readiness probe failed: attempt 9');
+  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3], 'later different messages count on the combined event');
+  h.clock.step(600_001);
+  h.rec.event(ref('u1'), 'Warning', 'Unhealthy', 'Readiness probe failed: later');
+  await h.rec.flush();
+  assert.equal(h.created.at(-1)!.message, 'Readiness probe failed: later', 'after 10 quiet minutes, on its own again');
+});

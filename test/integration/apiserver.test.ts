@@ -119,7 +119,7 @@ test('pod status goes as the kubelet sends it: conditions others wrote meanwhile
     });
     await manager.flush();
     got = (await core.readNamespacedPod({ name, namespace })).status!;
-    assert.deepEqual(got.podIPs, [{ ip: '10.0.0.2' }]);
+    assert.deepEqual(got.podIPs?.map((p) => p.ip), ['10.0.0.2']);
     assert.equal(got.podIP, '10.0.0.2');
     assert.equal(got.message, undefined);
     assert.ok(!types().includes('PodResizePending'), `PodResizePending removed: ${types()}`);

@@ -248,3 +248,90 @@ test('seccomp and AppArmor reach the runtime as the kubelet sends them: the cont
   assert.equal(start.message, 'localhostProfile must be set if seccompProfile type is Localhost.');
   assert.equal(r2.containers.size, 0);
 });
+
+test('SyncPod: a sandbox that cannot be made is CreatePodSandboxError with FailedCreatePodSandBox, and nothing else is tried', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  runtime.runPodSandbox = async () => {
+    throw new Error('failed to setup network for sandbox: no IP addresses available');
+  };
+  const p = pod();
+  const result = await syncPod(deps, p, await status(deps, p));
+  // A new pod: the (empty) kill of what it had, then the sandbox that failed.
+  assert.deepEqual(result.results.map((r) => `${r.action}:${r.reason ?? 'ok'}`), ['KillPodSandbox:ok', 'CreatePodSandbox:CreatePodSandboxError']);
+  assert.equal(result.results[1]!.message, 'failed to setup network for sandbox: no IP addresses available');
+  assert.deepEqual(recorder.events.map((e) => `${e.type} ${e.reason}: ${e.message}`), [
+    'Warning FailedCreatePodSandBox: Failed to create pod sandbox: failed to setup network for sandbox: no IP addresses available',
+  ]);
+  assert.equal(runtime.containers.size, 0);
+});
+
+test('SyncPod: a sandbox failing while the pod is being deleted is no error and no event', async () => {
+  const { deps, runtime, recorder } = fakeDeps({ podState: { isPodTerminationRequested: () => true, shouldPodContentBeRemoved: () => false, shouldPodRuntimeBeRemoved: () => false } });
+  runtime.runPodSandbox = async () => {
+    throw new Error('context canceled');
+  };
+  const p = pod();
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.equal(result.error(), undefined);
+  assert.deepEqual(recorder.reasons(), []);
+});
+
+test('SyncPod: a new sandbox whose status cannot be read: FailedStatusPodSandBox, no container started', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  runtime.podSandboxStatus = async () => {
+    throw new Error('rpc error: code = Unavailable');
+  };
+  const p = pod();
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.match(result.error()?.message ?? '', /Unavailable/);
+  assert.deepEqual(recorder.events.map((e) => `${e.reason}: ${e.message}`), ['FailedStatusPodSandBox: Unable to get pod sandbox status: rpc error: code = Unavailable']);
+  assert.equal(runtime.containers.size, 0);
+});
+
+test('SyncPod: a kill that fails stops the sync there: no new sandbox, nothing started', async () => {
+  const { deps, runtime } = fakeDeps();
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  // The sandbox dies behind the agent's back; its container cannot be stopped.
+  for (const sb of runtime.sandboxes.values()) sb.state = 'SANDBOX_NOTREADY';
+  runtime.stopContainer = async () => {
+    throw new Error('rpc error: code = DeadlineExceeded desc = context deadline exceeded');
+  };
+  runtime.calls = [];
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.equal(result.results.find((r) => r.action === 'KillContainer')?.reason, 'KillContainerError');
+  assert.ok(!runtime.calls.some((c) => c.startsWith('RunPodSandbox') || c.startsWith('CreateContainer')), runtime.calls.join(', '));
+});
+
+test('SyncPod: a failed init container start stops the sync: no later init container or app container starts', async () => {
+  const { deps, runtime } = fakeDeps();
+  const p = pod({ initContainers: [{ name: 'i1', image: 'nodelet.test/busybox:1' }, { name: 'i2', image: 'nodelet.test/busybox:1' }] });
+  runtime.startContainer = async (id) => {
+    throw new Error(`exec: "sh": executable file not found in $PATH (${id})`);
+  };
+  const result = await syncPod(deps, p, await status(deps, p));
+  assert.deepEqual(result.results.filter((r) => r.action === 'StartContainer').map((r) => `${r.target}:${r.reason}`), ['i1:RunContainerError']);
+  assert.deepEqual([...runtime.containers.values()].map((c) => c.config.metadata!.name), ['i1']);
+});
+
+test('SyncPod: dead init containers are pruned to their newest instance before a start, and purged with a new sandbox', async () => {
+  const { deps, runtime, clock } = fakeDeps();
+  const p = pod({ restartPolicy: 'Always', initContainers: [{ name: 'i1', image: 'nodelet.test/busybox:1' }] });
+  await syncPod(deps, p, await status(deps, p));
+  // i1 fails three times (each restart after its back-off).
+  for (let i = 0; i < 3; i++) {
+    const running = runtime.running().find((c) => c.config.metadata!.name === 'i1')!;
+    runtime.exit(running.id, 1);
+    clock.step(400_000);
+    await syncPod(deps, p, await status(deps, p));
+  }
+  const i1 = () => [...runtime.containers.values()].filter((c) => c.config.metadata!.name === 'i1');
+  assert.deepEqual(i1().map((c) => c.state).sort(), ['CONTAINER_EXITED', 'CONTAINER_RUNNING'], 'pruned to the newest dead one beside the running one');
+  // The sandbox goes: the new one starts from the first init container, with no old instance left.
+  for (const c of runtime.running()) runtime.exit(c.id, 1);
+  for (const sb of runtime.sandboxes.values()) sb.state = 'SANDBOX_NOTREADY';
+  clock.step(400_000);
+  await syncPod(deps, p, await status(deps, p));
+  assert.equal(i1().length, 1, 'purged: only the new instance');
+  assert.equal(i1()[0]!.state, 'CONTAINER_RUNNING');
+});

@@ -37,8 +37,9 @@ import { ServiceCache } from '../kube/service-cache.js';
 import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { EventReasons, podRef } from '../kube/object-ref.js';
-import { admitPod } from '../pods/admission.js';
-import { admitAppArmor, appArmorEnabledOnHost } from '../pods/apparmor.js';
+import { activeDeadline, type ActiveDeadline } from '../pods/active-deadline.js';
+import { admitPodHere } from '../pods/admission.js';
+import { appArmorEnabledOnHost } from '../pods/apparmor.js';
 import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus } from '../status/generate.js';
@@ -380,9 +381,7 @@ export class Agent implements PodSyncer {
     }
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
-      const sysctls = this.sysctls.admit(pod);
-      const fits = !sysctls.admit ? sysctls : node ? admitPod(pod, node, this.workers.activePods()) : ({ admit: true } as const);
-      const verdict = fits.admit ? admitAppArmor(pod, this.appArmorEnabled) : fits;
+      const verdict = admitPodHere(pod, { node, admitted: this.workers.activePods(), sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled });
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;
@@ -417,18 +416,9 @@ export class Agent implements PodSyncer {
 
   // PodSyncer
 
-  /**
-   * The kubelet's active deadline handler: a pod that has been active longer than its
-   * activeDeadlineSeconds is ended (Failed, DeadlineExceeded); else how long it has left.
-   */
-  private activeDeadline(pod: V1Pod): { exceeded?: { reason: string; message: string }; remainingMs?: number } {
-    const seconds = pod.spec?.activeDeadlineSeconds;
-    if (seconds == null) return {};
+  private activeDeadline(pod: V1Pod): ActiveDeadline {
     const start = this.statusManager.podStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
-    if (!start) return {};
-    const remainingMs = new Date(start).getTime() + seconds * 1000 - this.clock.now();
-    if (remainingMs > 0) return { remainingMs };
-    return { exceeded: { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' } };
+    return activeDeadline(pod.spec?.activeDeadlineSeconds, start, this.clock.now());
   }
 
   async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {

@@ -1,7 +1,10 @@
 // Pod admission, as the kubelet's: a pod that does not fit the node is rejected before anything
-// runs (phase Failed with PodOSNotSupported, OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity or Taint; SysctlForbidden in sysctls.ts). Pure.
+// runs (phase Failed with PodOSNotSupported, OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity or Taint;
+// SysctlForbidden in sysctls.ts, AppArmor in apparmor.ts). Pure.
 import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
+import { admitAppArmor, type AppArmorVerdict } from './apparmor.js';
+import type { SysctlAllowlist } from './sysctls.js';
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
 
@@ -102,4 +105,15 @@ export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResu
     return { admit: false, reason: 'Taint', message: `Predicate TaintToleration failed: node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ''}}` };
   }
   return { admit: true };
+}
+
+/** Every admit handler of the kubelet, in its order: sysctls, then the node's fit, then AppArmor. */
+export function admitPodHere(
+  pod: V1Pod,
+  here: { node?: V1Node; admitted: V1Pod[]; sysctls: SysctlAllowlist; appArmorEnabled: boolean },
+): AdmitResult | AppArmorVerdict {
+  const sysctls = here.sysctls.admit(pod);
+  if (!sysctls.admit) return sysctls;
+  const fits = here.node ? admitPod(pod, here.node, here.admitted) : ({ admit: true } as const);
+  return fits.admit ? admitAppArmor(pod, here.appArmorEnabled) : fits;
 }

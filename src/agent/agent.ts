@@ -18,6 +18,7 @@ import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
+import { PodResizer } from './pod-resize.js';
 import { RuntimeState } from './runtime-state.js';
 import { NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
 import { Backoff } from '../runtime/backoff.js';
@@ -29,7 +30,7 @@ import { killPodWithSyncResult } from '../runtime/kill.js';
 import { getPodStatus, getPods } from '../runtime/pod-status.js';
 import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
-import { runningPodFromStatus } from '../runtime/types.js';
+import { runningPodFromStatus, type PodStatus } from '../runtime/types.js';
 import { ContainerLogManager } from '../logs/rotation.js';
 import { ProbeManager } from '../prober/manager.js';
 import { RuntimeClassManager } from '../kube/runtime-class.js';
@@ -42,7 +43,7 @@ import { admitPodHere } from '../pods/admission.js';
 import { appArmorEnabledOnHost } from '../pods/apparmor.js';
 import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
-import { generateAPIPodStatus } from '../status/generate.js';
+import { generateAPIPodStatus, type GenerateInput } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { hostIPv4 } from '../util/net.js';
@@ -92,6 +93,7 @@ export class Agent implements PodSyncer {
   private readonly appArmorEnabled = appArmorEnabledOnHost();
   /** Pods refused by admission: they never reach a worker. */
   private readonly rejected = new Set<string>();
+  private readonly resizer: PodResizer;
   private sourcesReady = false;
   /** Standalone: the node as admission sees it, built from the config and the host. */
   private localNode?: V1Node;
@@ -110,6 +112,7 @@ export class Agent implements PodSyncer {
     this.recorder = kube
       ? new ApiEventRecorder({ api: kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics })
       : new LogEventRecorder(this.logger);
+    this.resizer = new PodResizer(this.recorder, () => this.clock.now());
     // Static pods have no API object (no mirror pods yet): their status stays local, served on /pods.
     const local = this.local;
     const isLocal = (uid: string) => !kube || this.staticPods?.list().some((p) => p.metadata?.uid === uid) === true;
@@ -253,6 +256,7 @@ export class Agent implements PodSyncer {
       cpuCFSQuota: this.config.cpuCFSQuota,
       allowPrivileged: this.config.allowPrivileged,
       seccomp: { profileRoot: join(this.config.rootDir, 'seccomp'), defaultToRuntimeDefault: this.config.seccompDefault },
+      actuated: this.resizer.actuated,
       crashLoopBackoff: new Backoff(this.clock, this.config.crashLoopBackOff.initialMs, this.config.crashLoopBackOff.maxMs),
       memoryCapacity: os.totalmem(),
       volumes: this.volumes.manager,
@@ -381,13 +385,23 @@ export class Agent implements PodSyncer {
     }
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
-      const verdict = admitPodHere(pod, { node, admitted: this.workers.activePods(), sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled });
+      const admitted = this.workers.activePods().map((p) => this.resizer.allocatedPod(p));
+      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled });
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;
       }
+      this.resizer.admitted(pod);
+    } else if (type === 'update' && !pod.metadata?.deletionTimestamp) {
+      this.resize(pod);
     }
     this.workers.updatePod(pod, type);
+  }
+
+  /** A new spec of a running pod: a resize is allocated, or waits for room. */
+  private resize(pod: V1Pod): boolean {
+    const others = this.workers.activePods().filter((p) => p.metadata?.uid !== pod.metadata?.uid);
+    return this.resizer.update(pod, this.nodeController?.nodeObject ?? this.localNode, others);
   }
 
   private reject(pod: V1Pod, reason: string, message: string): void {
@@ -416,6 +430,12 @@ export class Agent implements PodSyncer {
 
   // PodSyncer
 
+  /** The pod's API status from the runtime's view of it, the last sync's results, its probes and its resize. */
+  private podStatus(pod: V1Pod, runtime: PodStatus, extra: Partial<GenerateInput> = {}): V1PodStatus {
+    const uid = pod.metadata?.uid ?? '';
+    return generateAPIPodStatus({ pod, runtime, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, resize: this.resizer.statusInput(pod), ...extra });
+  }
+
   private activeDeadline(pod: V1Pod): ActiveDeadline {
     const start = this.statusManager.podStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
     return activeDeadline(pod.spec?.activeDeadlineSeconds, start, this.clock.now());
@@ -430,7 +450,7 @@ export class Agent implements PodSyncer {
       this.recorder.event(podRef(pod), 'Normal', deadline.exceeded.reason, deadline.exceeded.message);
       const { name = '', namespace = '' } = pod.metadata ?? {};
       const now = await getPodStatus(this.deps, uid, name, namespace);
-      this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, evict: deadline.exceeded }));
+      this.statusManager.setPodStatus(pod, this.podStatus(pod, now, { evict: deadline.exceeded }));
       return { terminal: true };
     }
     // As the kubelet: while the runtime's network is not ready, only host-network pods start.
@@ -438,7 +458,7 @@ export class Agent implements PodSyncer {
     if (networkDown && !pod.spec?.hostNetwork) {
       const { name = '', namespace = '' } = pod.metadata ?? {};
       const now = await getPodStatus(this.deps, uid, name, namespace);
-      this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes }));
+      this.statusManager.setPodStatus(pod, this.podStatus(pod, now));
       const message = `${NETWORK_NOT_READY_MESSAGE}: ${networkDown}`;
       this.recorder.event(podRef(pod), 'Warning', EventReasons.NetworkNotReady, message);
       throw new NetworkNotReadyError(message);
@@ -449,7 +469,7 @@ export class Agent implements PodSyncer {
     }
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const before = await getPodStatus(this.deps, uid, name, namespace);
-    const pre = generateAPIPodStatus({ pod, runtime: before, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes });
+    const pre = this.podStatus(pod, before);
     if (pre.phase === 'Succeeded' || pre.phase === 'Failed') {
       this.statusManager.setPodStatus(pod, pre);
       return { terminal: true };
@@ -467,13 +487,15 @@ export class Agent implements PodSyncer {
     // As the kubelet: the pod's IPs are the API status's (a hostNetwork pod's are the node's,
     // which its sandbox does not report), for $(POD_IP), status.podIP env vars and /etc/hosts.
     const apiIPs = (pre.podIPs ?? []).map((p) => p.ip).filter(Boolean);
-    const result = await syncPod(this.deps, pod, apiIPs.length ? { ...before, ips: apiIPs } : before);
+    // Its containers run with the resources allocated to it (a resize not allocated yet waits).
+    const result = await syncPod(this.deps, this.resizer.allocatedPod(pod), apiIPs.length ? { ...before, ips: apiIPs } : before);
     this.lastSync.set(uid, result);
     // Nothing was started or killed: the runtime is as it was read before the sync (PLEG wakes the
     // pod on any change behind its back), and a second read of it would cost 4 CRI calls for nothing.
     const idle = !result.syncError && result.results.every((r) => r.action === 'ConfigPodSandbox' && !r.failed);
     const after = idle ? { ...before, timestamp: this.clock.now() } : await getPodStatus(this.deps, uid, name, namespace);
-    const status = generateAPIPodStatus({ pod, runtime: after, lastSync: result, nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes });
+    this.resizer.afterSync(pod, after, result);
+    const status = this.podStatus(pod, after);
     this.statusManager.setPodStatus(pod, status);
     this.observeStart(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return { terminal: true };
@@ -495,7 +517,7 @@ export class Agent implements PodSyncer {
       const { name = '', namespace = '' } = pod.metadata ?? {};
       const now = await getPodStatus(this.deps, uid, name, namespace);
       if (!this.workers.terminatingPod(uid)) return; // its final status is being made
-      this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: now, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes }));
+      this.statusManager.setPodStatus(pod, this.podStatus(pod, now));
     } catch (err) {
       this.logger.debug('status of a terminating pod not refreshed', { uid, error: (err as Error).message });
     }
@@ -517,7 +539,7 @@ export class Agent implements PodSyncer {
     if (stillRunning.length) throw new Error(`containers still running after kill: ${stillRunning.join(', ')}`);
     // Stopped for good: the final phase (Succeeded or Failed, whatever the restart policy).
     const evict = this.activeDeadline(pod).exceeded;
-    this.statusManager.setPodStatus(pod, generateAPIPodStatus({ pod, runtime: after, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, podIsTerminal: true, evict }));
+    this.statusManager.setPodStatus(pod, this.podStatus(pod, after, { podIsTerminal: true, evict }));
   }
 
   async syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void> {
@@ -528,6 +550,7 @@ export class Agent implements PodSyncer {
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
       this.firstSeen.delete(uid);
+      this.resizer.forget(uid);
     }
     if (removedFromApi) {
       this.statusManager.forget(uid);
@@ -568,6 +591,11 @@ export class Agent implements PodSyncer {
       // Back-offs quiet for twice their maximum are forgotten, so a long-lived node's maps stay small.
       this.deps.crashLoopBackoff.gc();
       this.deps.imageManager.gc();
+      // Resizes waiting for room are tried again (others may have left); an allocated one syncs now.
+      for (const uid of this.resizer.pending()) {
+        const pod = this.workers.activePods().find((p) => p.metadata?.uid === uid);
+        if (pod && this.resize(pod)) this.workers.wake(uid);
+      }
       const running = await getPods(this.deps, false);
       this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
       for (const p of running) {

@@ -22,6 +22,7 @@ import type {
   ImageFsInfoResponse,
   ImageSpec,
   ImageStatusResponse,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
@@ -500,7 +501,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         message: c.message,
         mounts: c.config.mounts ?? [],
         log_path: c.logPath,
-        resources: null,
+        // What it was created or last updated with, as containerd reports it.
+        resources: c.config.linux?.resources ? { linux: c.config.linux.resources, windows: null } : null,
         user: null,
       },
       // Verbose, as containerd: one "info" key holding JSON (crictl inspect shows it), with the PID.
@@ -508,9 +510,13 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     } as unknown as ContainerStatusResponse;
   }
 
-  async updateContainerResources(id: string): Promise<void> {
-    this.container(id);
-    throw new FailedPreconditionError('updating the resources of a running container is not supported by the process runtime');
+  /** A resize: the new limits written to the container's cgroups (where this host has them), and kept. */
+  async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
+    const c = this.container(id);
+    if (c.state !== 'CONTAINER_RUNNING' && c.state !== 'CONTAINER_CREATED') throw new FailedPreconditionError(`container ${c.id} is not running`);
+    c.config = { ...c.config, linux: { ...c.config.linux, resources: { ...c.config.linux?.resources, ...resources } } };
+    if (c.state === 'CONTAINER_RUNNING') this.cgroups.create(c.id, cgroupLimits(c.config));
+    await this.persistContainer(c);
   }
 
   async reopenContainerLog(id: string): Promise<void> {

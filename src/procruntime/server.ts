@@ -59,7 +59,7 @@ export class ProcessRuntimeServer {
       RemoveContainer: async (q) => (await r.removeContainer(q.container_id), {}),
       ListContainers: async (q) => ({ containers: await r.listContainers(q.filter ?? undefined) }),
       ContainerStatus: async (q) => r.containerStatus(q.container_id, q.verbose === true),
-      UpdateContainerResources: async (q) => (await r.updateContainerResources(q.container_id), {}),
+      UpdateContainerResources: async (q) => (await r.updateContainerResources(q.container_id, q.linux ?? {}), {}),
       ReopenContainerLog: async (q) => (await r.reopenContainerLog(q.container_id), {}),
       ExecSync: async (q) => r.execSync(q.container_id, q.cmd, Number(q.timeout)),
       Exec: async (q) => streams.exec(q),

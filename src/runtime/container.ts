@@ -299,6 +299,7 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     throw new SyncError(Reasons.CreateContainer, (err as Error).message, { cause: err });
   }
   deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, `Created container: ${container.name}`);
+  deps.actuated?.set(containerID, container);
 
   try {
     await deps.runtime.startContainer(containerID);
@@ -416,6 +417,7 @@ function aborted(signal: AbortSignal): Promise<'aborted'> {
 
 /** Removes a dead container and its log file. */
 export async function removeContainer(deps: RuntimeManagerDeps, containerID: string): Promise<void> {
+  deps.actuated?.delete(containerID);
   try {
     const st = (await deps.runtime.containerStatus(containerID)).status;
     if (st?.log_path) await rm(st.log_path, { force: true });

@@ -9,6 +9,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../util/clock.js';
 import type { MountedVolume, VolumeHost } from '../volumes/types.js';
 import type { Backoff } from './backoff.js';
+import type { ActuatedResources } from './resize.js';
 import type { SeccompSettings } from './security-profiles.js';
 import type { DnsSettings } from './dns.js';
 import type { ProbeInputs } from './pod-actions.js';
@@ -52,6 +53,8 @@ export interface RuntimeManagerDeps {
   podLogRoot: string;
   cpuCFSQuota: boolean;
   allowPrivileged: boolean;
+  /** The resources each running container was last given (for in-place resize); absent: no resize. */
+  actuated?: ActuatedResources;
   /** seccomp: where Localhost profiles live, and the node's default (absent: <no default>, /var/lib/kubelet/seccomp). */
   seccomp?: SeccompSettings;
   /** Crash-loop backoff of containers (10 s doubling to 300 s). */

@@ -16,6 +16,7 @@ export const Reasons = {
   ImageNeverPull: 'ErrImageNeverPull',
   ImageInspect: 'ImageInspectError',
   InvalidImageName: 'InvalidImageName',
+  ResizePodInPlace: 'ResizePodInPlaceError',
 } as const;
 
 export type Reason = (typeof Reasons)[keyof typeof Reasons];

@@ -1,5 +1,7 @@
 // The container spec hash stored on each container (annotation io.kubernetes.container.hash):
-// a change of hash means "definition changed" and the container is restarted.
+// a change of hash means "definition changed" and the container is restarted. As the kubelet's, it
+// covers what of a container's spec can change in the API without a resize (name and image): its
+// resources change in place (resize.ts), and every other field of a pod's spec is immutable.
 import type { V1Container } from '@kubernetes/client-node';
 
 /** JSON with object keys sorted and empty values dropped, so equal specs hash equally however they were built. */
@@ -28,5 +30,10 @@ function fnv1a32(text: string): number {
 }
 
 export function hashContainer(container: V1Container): string {
+  return fnv1a32(JSON.stringify(canonical({ name: container.name, image: container.image }))).toString(16);
+}
+
+/** The hash nodelet 0.1.0 stored (the whole spec): containers it created are not restarted for the change. */
+export function legacyHashContainer(container: V1Container): string {
   return fnv1a32(JSON.stringify(canonical(container))).toString(16);
 }

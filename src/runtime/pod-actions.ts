@@ -2,7 +2,7 @@
 // Pure: (pod, runtime status, probe results) -> plan. Every branch follows the seed's computePodActions.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { PodSandboxStatus } from '../cri/types.js';
-import { hashContainer } from './hash.js';
+import { hashContainer, legacyHashContainer } from './hash.js';
 import { containerShouldRestart } from './restart-policy.js';
 import { findContainerStatusByName, type ContainerStatus, type PodStatus } from './types.js';
 
@@ -139,7 +139,7 @@ export function podSandboxChanged(pod: V1Pod, status: PodStatus): SandboxChange 
 }
 
 export function containerChanged(container: V1Container, status: ContainerStatus): boolean {
-  return status.hash !== hashContainer(container);
+  return status.hash !== hashContainer(container) && status.hash !== legacyHashContainer(container);
 }
 
 export function computePodActions(pod: V1Pod, status: PodStatus, probes: ProbeInputs = { liveness: noProbeResults, startup: noProbeResults }): PodActions {

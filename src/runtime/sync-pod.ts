@@ -17,6 +17,8 @@ import { hashContainer } from './hash.js';
 import type { ContainerType } from './labels.js';
 import { killPodWithSyncResult } from './kill.js';
 import { computePodActions, isHostNetworkPod, isRestartableInitContainer } from './pod-actions.js';
+import { computePodResizeAction } from './resize.js';
+import { linuxContainerResources } from './resources.js';
 import { createPodSandbox, determinePodSandboxIPs, generatePodSandboxConfig } from './sandbox.js';
 import { PodSyncResult, SyncResult } from './sync-result.js';
 import { runningPodFromStatus, type PodStatus } from './types.js';
@@ -59,6 +61,9 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
   if (actions.createSandbox && actions.sandboxID !== '') {
     deps.recorder.event(podRef(pod), 'Normal', EventReasons.SandboxChanged, 'Pod sandbox changed, it will be killed and re-created.');
   }
+
+  // Resources changed in place (pods/resize): updated, or restarted where their resizePolicy says so.
+  const resizes = deps.actuated ? computePodResizeAction(pod, status, actions, deps.actuated) : [];
 
   // Step 2
   if (actions.killPod) {
@@ -126,6 +131,19 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
   } catch (err) {
     configResult.fail(Reasons.ConfigPodSandbox, `GeneratePodSandboxConfig for pod ${fields.pod} failed: ${(err as Error).message}`);
     return result;
+  }
+
+  // The resize of running containers (before any start), decreases first; one that fails stops the rest (retried next sync).
+  for (const u of resizes) {
+    const r = result.add(new SyncResult('ResizePodInPlace', u.container.name));
+    try {
+      await deps.runtime.updateContainerResources(u.containerID, linuxContainerResources(pod, u.container, deps));
+      deps.actuated!.set(u.containerID, u.container);
+    } catch (err) {
+      r.fail(Reasons.ResizePodInPlace, (err as Error).message);
+      deps.logger.warn('container resize failed', { ...fields, container: u.container.name, error: (err as Error).message });
+      break;
+    }
   }
 
   const start = async (container: V1Container, type: ContainerType): Promise<boolean> => {

@@ -7,7 +7,8 @@ export type SyncAction =
   | 'InitContainer'
   | 'CreatePodSandbox'
   | 'ConfigPodSandbox'
-  | 'KillPodSandbox';
+  | 'KillPodSandbox'
+  | 'ResizePodInPlace';
 
 export class SyncResult {
   reason?: Reason | string;

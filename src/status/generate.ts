@@ -1,6 +1,6 @@
 // The API PodStatus the kubelet would write, from the runtime's view of the pod and the last
 // sync's results: phase, conditions, container statuses (state, lastState, restarts), IPs, QoS.
-import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isStaticPod } from '../pods/static-pods.js';
 import { podQOSClass } from '../runtime/resources.js';
 import { containerShouldRestart } from '../runtime/restart-policy.js';
@@ -21,6 +21,8 @@ export interface GenerateInput {
   podIsTerminal?: boolean;
   /** The node ends the pod (activeDeadlineSeconds passed): phase Failed with this reason and message. */
   evict?: { reason: string; message: string };
+  /** In-place resize: the resources allocated (the pod as allocated), those each running container has, and the resize conditions. */
+  resize?: { allocatedPod: V1Pod; actuated: (containerID: string) => V1ResourceRequirements | undefined; conditions: V1PodCondition[] };
 }
 
 const iso = (ms: number) => new Date(ms);
@@ -123,6 +125,12 @@ function containerStatuses(
         status.lastState = { terminated: { reason: 'ContainerStatusUnknown', message, exitCode: 137 } };
         if (!input.pod.metadata?.deletionTimestamp) status.restartCount++;
       }
+    }
+    if (input.resize) {
+      // What it was allocated, and what it runs with (the allocation until a resize is applied).
+      const allocated = [...(input.resize.allocatedPod.spec?.initContainers ?? []), ...(input.resize.allocatedPod.spec?.containers ?? [])].find((x) => x.name === c.name)?.resources ?? {};
+      if (allocated.requests) status.allocatedResources = allocated.requests;
+      status.resources = (latest && latest.state === 'running' && input.resize.actuated(latest.id.id)) || allocated;
     }
     const failure = failures.get(c.name);
     if (failure && !status.state?.running && willRestart(c, input, status)) {
@@ -287,6 +295,8 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   ];
   const scheduled = old.conditions?.find((c) => c.type === 'PodScheduled');
   if (scheduled) conditions.push(scheduled);
+  // A terminal pod has no resize to wait for or to apply.
+  if (input.resize && phase !== 'Succeeded' && phase !== 'Failed') conditions.push(...input.resize.conditions);
 
   const terminal = phase === 'Succeeded' || phase === 'Failed';
   const podIPs = runtime.ips.length > 0 ? runtime.ips : terminal ? (old.podIPs ?? []).map((p) => p.ip) : [];

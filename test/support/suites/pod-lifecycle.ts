@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
@@ -323,6 +324,56 @@ test('runtimeClassName: the sandbox runs with the RuntimeClass\'s handler; a Run
   } finally {
     await nodeV1.deleteRuntimeClass({ name: rc }).catch(() => undefined);
   }
+});
+
+test('in-place resize (pods/resize): applied to the running container with no restart, reported as the kubelet reports it; a RestartContainer policy restarts; no room defers', async () => {
+  const resources = (cpu: number, memory: string) => ({ requests: { cpu: `${cpu}m`, memory }, limits: { cpu: `${cpu * 2}m`, memory } });
+  const created = await createPod(node, 'resize', {
+    containers: [container('c', loop, { resources: resources(100, '64Mi'), resizePolicy: [{ resourceName: 'memory', restartPolicy: 'RestartContainer' }] })],
+  });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const id = pod.status!.containerStatuses![0]!.containerID!;
+  const resize = (body: object) =>
+    execFileSync(env.kubectl, ['--kubeconfig', env.kubeconfig, '-n', NS, 'patch', 'pod', pod.metadata!.name!, '--subresource', 'resize', '--type', 'strategic', '-p', JSON.stringify(body)], { stdio: 'pipe' });
+  resize({ spec: { containers: [{ name: 'c', resources: resources(150, '64Mi') }] } });
+  const resized = await waitPod(pod, 'the new CPU in the status', 30_000, (p) => {
+    const cs = p.status?.containerStatuses?.[0];
+    return cs?.resources?.limits?.cpu === '300m' && !p.status?.conditions?.some((c) => c.type === 'PodResizeInProgress') ? p : undefined;
+  });
+  const cs = resized.status!.containerStatuses![0]!;
+  assert.equal(cs.containerID, id, 'the same container');
+  assert.equal(cs.restartCount, 0);
+  assert.deepEqual(cs.allocatedResources, { cpu: '150m', memory: '64Mi' });
+  const st = (await cri.containerStatus(id.replace(`${rt.idScheme}://`, ''))).status!;
+  if (st.resources?.linux) assert.equal(st.resources.linux.cpu_quota, '30000', 'the runtime runs it with the new CFS quota');
+  const events = await podEvents(pod);
+  assert.ok(events.some((e) => e.reason === 'ResizeStarted' && /^Pod resize started: \{"containers":\[\{"name":"c","resources":\{"limits":\{"cpu":"300m"/.test(e.message ?? '')), JSON.stringify(events.map((e) => e.message)));
+  await eventually('ResizeCompleted', 20_000, async () => ((await podEvents(pod)).some((e) => e.reason === 'ResizeCompleted' && /^Pod resize completed: /.test(e.message ?? '')) ? true : undefined));
+
+  // Memory has RestartContainer: the container is restarted with it.
+  resize({ spec: { containers: [{ name: 'c', resources: resources(150, '96Mi') }] } });
+  const restarted = await waitPod(pod, 'restarted for the memory resize', 30_000, (p) => {
+    const s = p.status?.containerStatuses?.[0];
+    return s?.restartCount === 1 && s.state?.running && s.resources?.limits?.memory === '96Mi' ? p : undefined;
+  });
+  assert.notEqual(restarted.status!.containerStatuses![0]!.containerID, id);
+  assert.ok((await podEvents(pod)).some((e) => e.reason === 'Killing' && e.message === 'Container c resize requires restart'));
+
+  // More CPU than is left beside another pod (the API refuses more than the node has): Deferred,
+  // the container keeps what it has; once the other pod goes, the resize is allocated.
+  const other = await createPod(node, 'resize-other', { containers: [container('c', loop, { resources: { requests: { cpu: '1500m' } } })] });
+  await waitPod(other, 'the other pod Running', 30_000, running);
+  resize({ spec: { containers: [{ name: 'c', resources: resources(1000, '96Mi') }] } });
+  const deferred = await waitPod(pod, 'PodResizePending', 30_000, (p) => (p.status?.conditions?.some((c) => c.type === 'PodResizePending') ? p : undefined));
+  const pending = deferred.status!.conditions!.find((c) => c.type === 'PodResizePending')!;
+  assert.equal(pending.reason, 'Deferred');
+  assert.match(pending.message ?? '', /^Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: \d+$/);
+  assert.equal(deferred.status!.containerStatuses![0]!.resources?.limits?.cpu, '300m');
+  assert.ok((await podEvents(pod)).some((e) => e.type === 'Warning' && e.reason === 'ResizeDeferred' && /^Pod resize OutOfcpu: /.test(e.message ?? '')));
+  await core.deleteNamespacedPod({ name: other.metadata!.name!, namespace: NS, gracePeriodSeconds: 0 });
+  await waitPod(pod, 'the deferred resize applied once there is room', 30_000, (p) =>
+    p.status?.containerStatuses?.[0]?.resources?.limits?.cpu === '2' && !p.status.conditions?.some((c) => c.type === 'PodResizePending') ? p : undefined,
+  );
 });
 
 test('/metrics serves the kubelet\'s metric names with real observations, /healthz answers ok', async () => {

@@ -11,6 +11,7 @@ import type {
   ImageFsInfoResponse,
   ImageSpec,
   ImageStatusResponse,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
@@ -212,7 +213,7 @@ export class FakeRuntime implements RuntimeService, ImageService {
     } as unknown as ContainerStatusResponse;
   }
 
-  async updateContainerResources(): Promise<void> {}
+  async updateContainerResources(_id: string, _resources: LinuxContainerResources): Promise<void> {}
   async reopenContainerLog(): Promise<void> {}
   async execSync(): Promise<ExecSyncResponse> {
     return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exit_code: 0 } as unknown as ExecSyncResponse;

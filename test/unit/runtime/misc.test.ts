@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { diffSnapshots } from '../../../src/pleg/generic-pleg.js';
 import { expandVars, makeEnvironment } from '../../../src/runtime/env.js';
 import { getContainerInfoFromAnnotations, getContainerInfoFromLabels, newContainerAnnotations, newContainerLabels } from '../../../src/runtime/labels.js';
-import { hashContainer } from '../../../src/runtime/hash.js';
+import { hashContainer, legacyHashContainer } from '../../../src/runtime/hash.js';
 import { isNodeCriticalPod, milliCPUToQuota, milliCPUToShares, oomScoreAdj, podQOSClass } from '../../../src/runtime/resources.js';
 import { effectivePullPolicy, validImageName } from '../../../src/images/image-manager.js';
 import { bytes, milliCPU } from '../../../src/util/quantity.js';
@@ -22,9 +22,13 @@ test('labels and annotations written on a container read back what a restarted a
   assert.equal(getContainerInfoFromAnnotations({}).restartCount, 0);
 });
 
-test('the spec hash ignores key order and changes with the spec', () => {
+test('the spec hash covers name and image, as the kubelet\'s: a resize does not change it', () => {
   assert.equal(hashContainer({ name: 'c', image: 'i', command: ['a'] }), hashContainer({ command: ['a'], image: 'i', name: 'c' }));
   assert.notEqual(hashContainer({ name: 'c', image: 'i' }), hashContainer({ name: 'c', image: 'j' }));
+  assert.equal(hashContainer({ name: 'c', image: 'i', resources: { limits: { cpu: '1' } } }), hashContainer({ name: 'c', image: 'i', resources: { limits: { cpu: '2' } } }));
+  // A container made by nodelet 0.1.0 (whole-spec hash) is not "changed" by the new hash.
+  const old: V1Pod = { spec: { containers: [{ name: 'c', image: 'i', command: ['a'] }] } };
+  assert.notEqual(legacyHashContainer(old.spec!.containers[0]!), hashContainer(old.spec!.containers[0]!));
 });
 
 test('PLEG: differences between relists become lifecycle events', () => {

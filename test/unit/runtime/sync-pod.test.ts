@@ -136,11 +136,12 @@ test('killContainer of a container whose pod is unknown reads its grace period f
   assert.equal(killing.ref.name, 'web');
 });
 
-test('a changed container spec is killed with "definition changed" and restarted', async () => {
+test('a changed image (the spec a running pod may change, beside resources) is killed with "definition changed" and restarted', async () => {
   const { deps, runtime, recorder } = fakeDeps();
+  runtime.images.add('nodelet.test/busybox:2');
   const p = pod();
   await syncPod(deps, p, await status(deps, p));
-  p.spec!.containers[0]!.command = ['sh', '-c', 'echo changed'];
+  p.spec!.containers[0]!.image = 'nodelet.test/busybox:2';
   const result = await syncPod(deps, p, await status(deps, p));
   assert.equal(result.error(), undefined);
   assert.equal(recorder.events.find((e) => e.reason === 'Killing')?.message, 'Container c definition changed, will be restarted');

@@ -1,0 +1,100 @@
+// In-place resize of running containers, as the kubelet's computePodResizeAction: a running
+// container whose allocated resources differ from those it runs with (its "actuated" resources) is
+// updated through UpdateContainerResources, or restarted when a changed resource's resizePolicy
+// says RestartContainer. Decreases go before increases, so the node is never over-committed on the way.
+import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import { bytes, milliCPU } from '../util/quantity.js';
+import { isRestartableInitContainer, type PodActions } from './pod-actions.js';
+import type { PodStatus } from './types.js';
+
+/** The four values a resize compares (cpu in millicores, memory in bytes; 0 for unset). */
+export interface ResourceValues {
+  cpuRequest: number;
+  cpuLimit: number;
+  memoryRequest: number;
+  memoryLimit: number;
+}
+
+/** What a running container was last given: its values, and the requirements they came from (for the status). */
+export interface Actuated {
+  values: ResourceValues;
+  resources: V1ResourceRequirements;
+}
+
+/** The actuated resources of containers, by container ID (the kubelet's actuated-state checkpoint). */
+export class ActuatedResources {
+  private readonly byID = new Map<string, Actuated>();
+
+  get(containerID: string): Actuated | undefined {
+    return this.byID.get(containerID);
+  }
+
+  set(containerID: string, container: V1Container): void {
+    this.byID.set(containerID, { values: resourceValues(container), resources: structuredClone(container.resources ?? {}) });
+  }
+
+  delete(containerID: string): void {
+    this.byID.delete(containerID);
+  }
+
+  /** Forgets containers the runtime no longer has. */
+  retain(containerIDs: Set<string>): void {
+    for (const id of this.byID.keys()) if (!containerIDs.has(id)) this.byID.delete(id);
+  }
+
+  size(): number {
+    return this.byID.size;
+  }
+}
+
+export function resourceValues(c: V1Container): ResourceValues {
+  const req = (c.resources?.requests ?? {}) as Record<string, string>;
+  const lim = (c.resources?.limits ?? {}) as Record<string, string>;
+  const cpu = (v?: string) => (v === undefined ? 0 : milliCPU(v));
+  const mem = (v?: string) => (v === undefined ? 0 : bytes(v));
+  return { cpuRequest: cpu(req.cpu), cpuLimit: cpu(lim.cpu), memoryRequest: mem(req.memory), memoryLimit: mem(lim.memory) };
+}
+
+export interface ContainerToUpdate {
+  containerID: string;
+  container: V1Container;
+  /** Whether the update lowers anything (those are applied first). */
+  decrease: boolean;
+}
+
+function resizePolicyOf(c: V1Container, resource: 'cpu' | 'memory'): string {
+  return c.resizePolicy?.find((p) => p.resourceName === resource)?.restartPolicy ?? 'NotRequired';
+}
+
+/**
+ * Adds to `actions` the containers a resize restarts; returns those it updates in place, decreases
+ * first. `pod` carries the allocated resources. Containers already being killed are left to that.
+ */
+export function computePodResizeAction(pod: V1Pod, status: PodStatus, actions: PodActions, actuated: ActuatedResources): ContainerToUpdate[] {
+  if (actions.killPod || actions.createSandbox) return [];
+  const decreases: ContainerToUpdate[] = [];
+  const increases: ContainerToUpdate[] = [];
+  const consider = (c: V1Container, restart: () => void) => {
+    const s = status.containerStatuses.find((x) => x.name === c.name);
+    if (!s || s.state !== 'running' || actions.containersToKill.has(s.id.id)) return;
+    // Not known (the agent restarted): what it runs with is taken as what it was given.
+    const current = actuated.get(s.id.id)?.values;
+    if (!current) return;
+    const desired = resourceValues(c);
+    const cpuChanged = desired.cpuRequest !== current.cpuRequest || desired.cpuLimit !== current.cpuLimit;
+    const memoryChanged = desired.memoryRequest !== current.memoryRequest || desired.memoryLimit !== current.memoryLimit;
+    if (!cpuChanged && !memoryChanged) return;
+    if ((cpuChanged && resizePolicyOf(c, 'cpu') === 'RestartContainer') || (memoryChanged && resizePolicyOf(c, 'memory') === 'RestartContainer')) {
+      actions.containersToKill.set(s.id.id, { name: c.name, container: c, message: `Container ${c.name} resize requires restart`, reason: '' });
+      restart();
+      return;
+    }
+    const decrease = desired.cpuRequest < current.cpuRequest || desired.cpuLimit < current.cpuLimit || desired.memoryRequest < current.memoryRequest || desired.memoryLimit < current.memoryLimit;
+    (decrease ? decreases : increases).push({ containerID: s.id.id, container: c, decrease });
+  };
+  (pod.spec?.initContainers ?? []).forEach((c, i) => {
+    if (isRestartableInitContainer(c)) consider(c, () => actions.initContainersToStart.push(i));
+  });
+  (pod.spec?.containers ?? []).forEach((c, i) => consider(c, () => actions.containersToStart.push(i)));
+  return [...decreases, ...increases];
+}

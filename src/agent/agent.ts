@@ -1,10 +1,7 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
-import os from 'node:os';
-import { join } from 'node:path';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
-import { ImageManager } from '../images/image-manager.js';
 import { ApiEventRecorder } from '../kube/events.js';
 import { LocalPodStatusStore, LogEventRecorder } from '../kube/local.js';
 import { readHostInfo } from '../kube/host.js';
@@ -19,9 +16,9 @@ import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { PodResizer } from './pod-resize.js';
+import { runtimeManagerDeps } from './runtime-deps.js';
 import { RuntimeState } from './runtime-state.js';
 import { NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
-import { Backoff } from '../runtime/backoff.js';
 import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
@@ -46,7 +43,6 @@ import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus, type GenerateInput } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
-import { hostIPv4 } from '../util/net.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
 
@@ -222,47 +218,20 @@ export class Agent implements PodSyncer {
     });
     const version = await checkRuntimeVersion(this.cri);
     this.logger.info('container runtime initialized', { runtime: version.runtime_name, version: version.runtime_version, apiVersion: version.runtime_api_version });
-    const workers = this.workers;
-    this.deps = {
-      runtime: this.cri,
-      images: this.cri,
-      imageManager: new ImageManager({
-        images: this.cri,
-        recorder: this.recorder,
-        clock: this.clock,
-        serializePulls: this.config.serializeImagePulls,
-        backoffInitialMs: this.config.imagePullBackOff.initialMs,
-        backoffMaxMs: this.config.imagePullBackOff.maxMs,
-        pullQPS: this.config.imagePullQPS,
-        pullBurst: this.config.imagePullBurst,
-      }),
+    this.deps = runtimeManagerDeps(this.config, {
+      cri: this.cri,
       runtimeName: version.runtime_name,
-      nodeName: this.config.nodeName,
-      nodeIP: this.config.nodeIP || hostIPv4(),
       recorder: this.recorder,
       clock: this.clock,
       logger: this.logger,
       metrics: this.metrics,
-      podState: {
-        isPodTerminationRequested: (uid) => workers.isPodTerminationRequested(uid),
-        shouldPodContentBeRemoved: (uid) => !workers.isKnown(uid),
-        shouldPodRuntimeBeRemoved: (uid) => workers.isPodTerminated(uid),
-      },
-      probes: { liveness: this.probes.liveness, startup: this.probes.startup },
-      configSource: this.volumes.objects,
+      workers: this.workers,
+      probes: this.probes,
+      volumes: this.volumes,
       services: this.services,
       runtimeClasses: this.runtimeClasses,
-      podLogRoot: this.config.podLogRoot,
-      cpuCFSQuota: this.config.cpuCFSQuota,
-      allowPrivileged: this.config.allowPrivileged,
-      seccomp: { profileRoot: join(this.config.rootDir, 'seccomp'), defaultToRuntimeDefault: this.config.seccompDefault },
       actuated: this.resizer.actuated,
-      crashLoopBackoff: new Backoff(this.clock, this.config.crashLoopBackOff.initialMs, this.config.crashLoopBackOff.maxMs),
-      memoryCapacity: os.totalmem(),
-      volumes: this.volumes.manager,
-      clusterDomain: this.config.clusterDomain,
-      dns: { clusterDNS: this.config.clusterDNS, clusterDomain: this.config.clusterDomain, resolvConf: this.config.resolvConf },
-    };
+    });
     this.nodeApi = await startNodeApi(this.config, {
       pods: () => this.pods(),
       podStatus: (uid) => this.statusManager.podStatus(uid),

@@ -43,11 +43,12 @@ import { execPlan, runExecSync, type ExecPlan } from './exec.js';
 import { detectIsolation, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
 import { forward } from './log-forwarder.js';
 import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, spawnContainer } from './container-start.js';
+import { stopContainerProcess } from './container-stop.js';
 import type { ContainerRecord, SandboxRecord } from './records.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
 import { resolvConf, touchLog } from './container-files.js';
-import { catchesSigterm, killLeftovers, processRunning, readExitCode } from './procfs.js';
+import { killLeftovers, processRunning, readExitCode } from './procfs.js';
 
 
 const run = promisify(execFile);
@@ -408,39 +409,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.findContainer(id);
     if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
-    const alive = () => processRunning(c) && readExitCode(this.cdir(c.id)) === undefined;
-    // Under proot the PID is the monitor shell's, the leader of the container's process group.
-    const target = c.isolation === 'proot' ? -c.pid : c.pid;
-    const signal = (sig: NodeJS.Signals) => {
-      try {
-        process.kill(target, sig);
-      } catch {
-        /* already gone */
-      }
-    };
-    if (timeoutSeconds > 0) {
-      // The container's process is PID 1 of its namespace, which only gets the signals it has a
-      // handler for: a SIGTERM sent just before the handler is installed is lost, so it is sent
-      // once more when the handler appears (a process that never installs one waits for SIGKILL).
-      let handled = catchesSigterm(c.pid);
-      signal('SIGTERM');
-      const deadline = Date.now() + timeoutSeconds * 1000;
-      while (alive() && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 50));
-        if (!handled && catchesSigterm(c.pid)) {
-          handled = true;
-          signal('SIGTERM');
-        }
-      }
-    }
-    if (alive()) signal('SIGKILL'); // the init of its PID namespace: everything in it goes
-    const deadline = Date.now() + 10_000;
-    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    // The monitor records the exit code a moment after the process ends; then the container is
-    // exited when this call returns (the grace the ticker gives is spent here).
-    const recorded = Date.now() + 1000;
-    while (readExitCode(this.cdir(c.id)) === undefined && Date.now() < recorded) await new Promise((r) => setTimeout(r, 10));
-    if (!alive()) this.goneAt.set(c.id, 0);
+    const { pid, pidStart, isolation } = c;
+    if (await stopContainerProcess({ pid, pidStart, isolation }, this.cdir(c.id), timeoutSeconds)) this.goneAt.set(c.id, 0);
     this.tick();
   }
 

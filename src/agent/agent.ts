@@ -24,6 +24,7 @@ import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
 import { defaultGCPolicy, garbageCollect } from '../runtime/gc.js';
 import { killPodWithSyncResult } from '../runtime/kill.js';
+import { execInContainer } from '../runtime/hooks.js';
 import { getPodStatus, getPods } from '../runtime/pod-status.js';
 import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
@@ -204,10 +205,7 @@ export class Agent implements PodSyncer {
       clock: this.clock,
       recorder: this.recorder,
       metrics: this.metrics,
-      runInContainer: async (id, cmd, timeout) => {
-        const r = await this.cri.execSync(id, cmd, timeout);
-        return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exit_code };
-      },
+      runInContainer: execInContainer(this.cri),
       podStatus: (uid) => this.statusManager.podStatus(uid),
       // As the kubelet's sync loop: a liveness result matters when it fails; readiness and startup always (status).
       onUpdate: (type, u) => {

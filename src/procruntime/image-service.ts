@@ -5,8 +5,8 @@ import type { ImageService } from '../cri/services.js';
 import type { Image, ImageFsInfoResponse, ImageSpec, ImageStatusResponse } from '../cri/types.js';
 import { FailedPreconditionError } from './errors.js';
 import type { ImageStore, StoredImage } from './image-store.js';
+import { nowNs } from './records.js';
 
-const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
 
 export class ProcessImageService implements ImageService {
   constructor(

@@ -3,6 +3,9 @@
 // restarted runtime finds its containers again.
 import type { ContainerConfig, PodSandboxConfig } from '../cri/types.js';
 import type { Isolation, LaunchSpec } from './isolation.js';
+
+/** Now, in nanoseconds since the epoch as CRI timestamps are (a decimal string). */
+export const nowNs = (): string => String(BigInt(Date.now()) * 1_000_000n);
 import type { StreamState } from './log-forwarder.js';
 import type { ResolvedUser } from './users.js';
 

@@ -44,7 +44,7 @@ import { detectIsolation, launchArgv, type Isolation, type LaunchSpec } from './
 import { forward } from './log-forwarder.js';
 import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, spawnContainer } from './container-start.js';
 import { stopContainerProcess } from './container-stop.js';
-import type { ContainerRecord, SandboxRecord } from './records.js';
+import { nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
 import { resolvConf, touchLog } from './container-files.js';
@@ -52,7 +52,6 @@ import { killLeftovers, processRunning, readExitCode } from './procfs.js';
 
 
 const run = promisify(execFile);
-const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
 
 export interface ProcessRuntimeOptions {
   /** State directory (sandboxes, containers, images). */

@@ -3,11 +3,10 @@
 // layer's usage walked at most every 10 s; a sandbox is the sum of its containers.
 import type { ContainerStats, PodSandboxStats } from '../cri/types.js';
 import type { Cgroups } from './cgroups.js';
-import type { ContainerRecord, SandboxRecord } from './records.js';
+import { nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
 import { DiskUsageCache, nanoCores, readProc, type UsageSample } from './stats.js';
 import { join } from 'node:path';
 
-const nowNs = () => String(BigInt(Date.now()) * 1_000_000n);
 
 export class ProcessStatsService {
   /** The last CPU reading of each container, for usage_nano_cores (a rate needs two readings). */

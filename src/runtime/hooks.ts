@@ -5,14 +5,20 @@ import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-
 import { containerRef, EventReasons } from '../kube/object-ref.js';
 import { podFields } from '../observability/logger.js';
 import { runHandler, type HookDeps } from '../lifecycle/handlers.js';
+import type { RuntimeService } from '../cri/services.js';
 import type { RuntimeManagerDeps } from './deps.js';
+
+/** A command run in a container through CRI ExecSync, as hooks and exec probes run theirs. */
+export function execInContainer(runtime: Pick<RuntimeService, 'execSync'>): HookDeps['runInContainer'] {
+  return async (id, cmd, timeout) => {
+    const r = await runtime.execSync(id, cmd, timeout);
+    return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exit_code };
+  };
+}
 
 function hookDeps(deps: RuntimeManagerDeps, podIP: () => Promise<string | undefined>): HookDeps {
   return {
-    runInContainer: async (id, cmd, timeout) => {
-      const r = await deps.runtime.execSync(id, cmd, timeout);
-      return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exit_code };
-    },
+    runInContainer: execInContainer(deps.runtime),
     podIP,
     sleep: (ms) => deps.clock.sleep(ms),
   };

@@ -2,6 +2,7 @@
 // sync's results: phase, conditions, container statuses (state, lastState, restarts), IPs, QoS.
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isStaticPod } from '../pods/static-pods.js';
+import { isRestartableInitContainer } from '../runtime/pod-actions.js';
 import { podQOSClass } from '../runtime/resources.js';
 import { containerShouldRestart } from '../runtime/restart-policy.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
@@ -163,7 +164,7 @@ export function podPhase(pod: V1Pod, init: V1ContainerStatus[], regular: V1Conta
   let succeeded = 0;
   for (const c of pod.spec?.initContainers ?? []) {
     const s = find(init, c.name);
-    if (c.restartPolicy === 'Always') {
+    if (isRestartableInitContainer(c)) {
       if (!s) unknown++;
       else if (s.state?.running) {
         if (!s.started) pendingSidecars++;
@@ -273,7 +274,7 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const newest = runtime.sandboxStatuses[0];
   const sandboxReady = newest?.state === 'SANDBOX_READY' && (pod.spec?.hostNetwork === true || !!newest.network?.ip);
   // An init container is done when it exited 0; a sidecar, once it has started.
-  const sidecar = (name: string) => inits.find((c) => c.name === name)?.restartPolicy === 'Always';
+  const sidecar = (name: string) => inits.some((c) => c.name === name && isRestartableInitContainer(c));
   const notInitialized = initStatuses.filter((s) => (sidecar(s.name) ? !s.started : !(s.state?.terminated && s.state.terminated.exitCode === 0))).map((s) => s.name);
   // Sidecars count for readiness as app containers do.
   const sidecars = initStatuses.filter((st) => sidecar(st.name));

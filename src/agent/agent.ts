@@ -420,16 +420,6 @@ export class Agent implements PodSyncer {
       this.statusManager.setPodStatus(pod, this.podStatus(pod, now, { evict: deadline.exceeded }));
       return { terminal: true };
     }
-    // As the kubelet: while the runtime's network is not ready, only host-network pods start.
-    const networkDown = this.runtimeState.networkNotReady();
-    if (networkDown && !pod.spec?.hostNetwork) {
-      const { name = '', namespace = '' } = pod.metadata ?? {};
-      const now = await getPodStatus(this.deps, uid, name, namespace);
-      this.statusManager.setPodStatus(pod, this.podStatus(pod, now));
-      const message = `${NETWORK_NOT_READY_MESSAGE}: ${networkDown}`;
-      this.recorder.event(podRef(pod), 'Warning', EventReasons.NetworkNotReady, message);
-      throw new NetworkNotReadyError(message);
-    }
     if (this.mirrors && isStaticPod(pod)) {
       // Best effort: a static pod runs whether or not its mirror could be made.
       await this.mirrors.ensure(pod).catch((err) => this.logger.warn('mirror pod not created', { ...podFields(pod), error: (err as Error).message }));
@@ -440,6 +430,15 @@ export class Agent implements PodSyncer {
     if (pre.phase === 'Succeeded' || pre.phase === 'Failed') {
       this.statusManager.setPodStatus(pod, pre);
       return { terminal: true };
+    }
+    // As the kubelet: while the runtime's network is not ready, only host-network pods start (a
+    // pod that has ended is still let go through, to be torn down).
+    const networkDown = this.runtimeState.networkNotReady();
+    if (networkDown && !pod.spec?.hostNetwork) {
+      this.statusManager.setPodStatus(pod, pre);
+      const message = `${NETWORK_NOT_READY_MESSAGE}: ${networkDown}`;
+      this.recorder.event(podRef(pod), 'Warning', EventReasons.NetworkNotReady, message);
+      throw new NetworkNotReadyError(message);
     }
     try {
       await this.volumes.manager.mountPod(pod);

@@ -27,6 +27,7 @@ import { servicesForPod, serviceEnvVars } from './service-env.js';
 import { readTerminationMessage } from './termination-message.js';
 import { runPostStartHook, runPreStopHook } from './hooks.js';
 import type { TerminationOrdering } from './termination-ordering.js';
+import { raceAbort } from '../util/abort.js';
 import { makeMounts } from '../volumes/container-mounts.js';
 import { findContainerStatusByName, type ContainerState, type ContainerStatus, type PodStatus } from './types.js';
 
@@ -363,6 +364,8 @@ export async function killContainer(
   ordering?: TerminationOrdering,
   signal?: AbortSignal,
 ): Promise<void> {
+  // Cut short before it began: the kill with the shorter grace period does it.
+  if (signal?.aborted) throw new KillAbortedError(containerName);
   let annotated: ReturnType<typeof getContainerInfoFromAnnotations> = { hash: '', restartCount: 0, terminationMessagePath: '', terminationMessagePolicy: '' };
   let eventPod = pod;
   if (!pod) {
@@ -389,9 +392,8 @@ export async function killContainer(
   deps.logger.info('killing container', { ...(eventPod ? podFields(eventPod) : {}), container: containerName, containerID, gracePeriod: grace, reason: reason || undefined });
   const stop = deps.runtime.stopContainer(containerID, grace);
   try {
-    if (!signal) await stop;
     // Given up when cut short: the runtime still finishes this stop, while a shorter one follows.
-    else if ((await Promise.race([stop.then(() => 'stopped' as const), aborted(signal)])) === 'aborted') {
+    if ((await raceAbort(stop, signal)) === 'aborted') {
       stop.catch(() => undefined);
       throw new KillAbortedError(containerName);
     }
@@ -408,12 +410,6 @@ export class KillAbortedError extends Error {
   }
 }
 
-function aborted(signal: AbortSignal): Promise<'aborted'> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve('aborted');
-    signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-  });
-}
 
 /** Removes a dead container and its log file. */
 export async function removeContainer(deps: RuntimeManagerDeps, containerID: string): Promise<void> {

@@ -6,6 +6,7 @@ import { containerRef, EventReasons } from '../kube/object-ref.js';
 import { podFields } from '../observability/logger.js';
 import { runHandler, type HookDeps } from '../lifecycle/handlers.js';
 import type { RuntimeService } from '../cri/services.js';
+import { onAbort, raceAbort } from '../util/abort.js';
 import type { RuntimeManagerDeps } from './deps.js';
 
 /** A command run in a container through CRI ExecSync, as hooks and exec probes run theirs. */
@@ -58,9 +59,10 @@ export async function runPreStopHook(
   cutShort?: AbortSignal,
 ): Promise<number> {
   const start = deps.clock.now();
+  if (cutShort?.aborted) return 0;
   const abort = new AbortController();
   // A shorter grace period ends the hook as the end of this one would.
-  cutShort?.addEventListener('abort', () => abort.abort(), { once: true });
+  const stopListening = onAbort(cutShort, () => abort.abort());
   const hook = runHandler(hookDeps(deps, () => podIPOf(deps, pod)), pod, container, containerID, handler, abort.signal).then((msg) => {
     if (msg === undefined) return;
     deps.logger.warn('preStop hook failed', { ...podFields(pod), container: container.name, error: msg });
@@ -74,7 +76,8 @@ export async function runPreStopHook(
       resolve();
     });
   });
-  await Promise.race([hook, outOfTime, new Promise<void>((r) => (cutShort?.aborted ? r() : cutShort?.addEventListener('abort', () => r(), { once: true })))]);
+  await raceAbort(Promise.race([hook, outOfTime]), cutShort);
   timer?.cancel();
+  stopListening();
   return Math.floor((deps.clock.now() - start) / 1000);
 }

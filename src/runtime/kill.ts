@@ -3,7 +3,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { isNotFound } from '../cri/errors.js';
 import { podFields } from '../observability/logger.js';
-import { killContainer } from './container.js';
+import { KillAbortedError, killContainer } from './container.js';
 import type { RuntimeManagerDeps } from './deps.js';
 import { Reasons } from './errors.js';
 import { PodSyncResult, SyncResult } from './sync-result.js';
@@ -27,6 +27,8 @@ export async function killPodWithSyncResult(
       try {
         await killContainer(deps, pod, c.id.id, c.name, '', 'Unknown', gracePeriodOverride, ordering, signal);
       } catch (err) {
+        // Cut short for a shorter grace period: not a failure, the next kill goes on with it.
+        if (err instanceof KillAbortedError) return r;
         r.fail(Reasons.KillContainer, (err as Error).message);
         deps.logger.error('kill container failed', { pod: `${running.namespace}/${running.name}`, uid: running.uid, container: c.name, error: (err as Error).message });
       }

@@ -2,6 +2,7 @@
 // is told to stop at once, but a sidecar's stop signal waits until the app containers and the
 // sidecars after it have stopped, or until its grace period runs out.
 import type { V1Pod } from '@kubernetes/client-node';
+import { raceAbort } from '../util/abort.js';
 import type { Clock } from '../util/clock.js';
 import { isRestartableInitContainer } from './pod-actions.js';
 
@@ -47,8 +48,7 @@ export class TerminationOrdering {
     const start = clock.now();
     let timer: { cancel(): void } | undefined;
     const outOfTime = new Promise<void>((r) => (timer = clock.setTimer(graceSeconds * 1000, r)));
-    const abandoned = new Promise<void>((r) => (cutShort?.aborted ? r() : cutShort?.addEventListener('abort', () => r(), { once: true })));
-    await Promise.race([Promise.all(waits.map((g) => g.done)), outOfTime, abandoned]);
+    await raceAbort(Promise.race([Promise.all(waits.map((g) => g.done)), outOfTime]), cutShort);
     timer?.cancel();
     return (clock.now() - start) / 1000;
   }

@@ -1,13 +1,16 @@
 // syncPod, killContainer and GC against the in-memory runtime, on a fake clock.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { calculatePrivileged, killContainer, killGracePeriod } from '../../../src/runtime/container.js';
 import { RuntimeClassNotFoundError } from '../../../src/kube/runtime-class.js';
 import { getPodStatus } from '../../../src/runtime/pod-status.js';
+import { killPodWithSyncResult } from '../../../src/runtime/kill.js';
 import { syncPod } from '../../../src/runtime/sync-pod.js';
+import { runningPodFromStatus } from '../../../src/runtime/types.js';
 import { fakeDeps } from './deps.js';
 
 function pod(extra: Partial<V1Pod['spec']> = {}): V1Pod {
@@ -335,4 +338,24 @@ test('SyncPod: dead init containers are pruned to their newest instance before a
   await syncPod(deps, p, await status(deps, p));
   assert.equal(i1().length, 1, 'purged: only the new instance');
   assert.equal(i1()[0]!.state, 'CONTAINER_RUNNING');
+});
+
+test('a kill under an abort signal leaves no listener on it, however many containers and hooks (one signal serves the whole pod)', async () => {
+  const { deps, runtime } = fakeDeps();
+  const containers = Array.from({ length: 12 }, (_, i) => ({ name: `c${i}`, image: 'nodelet.test/busybox:1', lifecycle: { preStop: { exec: { command: ['true'] } } } }));
+  const p = pod({ containers, terminationGracePeriodSeconds: 5 });
+  await syncPod(deps, p, await status(deps, p));
+  assert.equal(runtime.running().length, 12);
+  const abort = new AbortController();
+  const result = await killPodWithSyncResult(deps, p, runningPodFromStatus('fake', await status(deps, p)), undefined, abort.signal);
+  assert.equal(result.error(), undefined);
+  assert.equal(getEventListeners(abort.signal, 'abort').length, 0);
+  // Already aborted: nothing is started, nothing stopped, and it is no failure.
+  const { deps: d2, runtime: r2 } = fakeDeps();
+  await syncPod(d2, p, await status(d2, p));
+  r2.calls = [];
+  abort.abort();
+  const cut = await killPodWithSyncResult(d2, p, runningPodFromStatus('fake', await status(d2, p)), undefined, abort.signal);
+  assert.equal(cut.error(), undefined);
+  assert.deepEqual(r2.calls.filter((c) => c.startsWith('StopContainer')), []);
 });

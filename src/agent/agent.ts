@@ -199,7 +199,7 @@ export class Agent implements PodSyncer {
       relistPeriodMs: opts.plegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
     });
-    this.runtimeState = new RuntimeState(this.cri);
+    this.runtimeState = new RuntimeState(this.cri, this.clock);
     this.runtimeState.addHealthCheck('PLEG', () => this.pleg.healthProblem());
     this.probes = new ProbeManager({
       clock: this.clock,

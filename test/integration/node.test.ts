@@ -116,7 +116,8 @@ test('stopping containerd makes the node NotReady with the runtime\'s reason; st
   const pid = Number(readFileSync(join(env.clusterDir, 'containerd.pid'), 'utf8'));
   process.kill(pid, 'SIGTERM');
   try {
-    const down = await eventually('Ready=False', 15_000, async () => {
+    // As the kubelet: a runtime silent for 30 s is down (one failed call is not).
+    const down = await eventually('Ready=False', 60_000, async () => {
       const c = ready(await readNode());
       return c?.status === 'False' ? c : undefined;
     }, 250);

@@ -18,23 +18,25 @@ function runtimeWith(conditions: Record<string, boolean>) {
 test('a PLEG whose relist has not completed for over 3 minutes makes the node NotReady, in the kubelet\'s words', async () => {
   const { clock, runtime } = runtimeWith({ RuntimeReady: true, NetworkReady: true });
   const pleg = new GenericPLEG({ runtime, nodeName: 'n', clock, logger: silentLogger(), onEvent: () => undefined });
-  const state = new RuntimeState(runtime);
+  const state = new RuntimeState(runtime, clock);
   state.addHealthCheck('PLEG', () => pleg.healthProblem());
   await state.refresh();
   assert.equal(state.health().notReadyMessage, 'PLEG is not healthy: pleg has yet to be successful');
   await pleg.relist();
   assert.equal(state.health().notReadyMessage, undefined);
   clock.step(3 * 60_000);
+  await state.refresh();
   assert.equal(state.health().notReadyMessage, undefined, 'at the threshold still healthy');
   clock.step(5_250);
+  await state.refresh();
   assert.equal(state.health().notReadyMessage, 'PLEG is not healthy: pleg was last seen active 3m5.25s ago; threshold is 3m0s');
   await pleg.relist();
   assert.equal(state.health().notReadyMessage, undefined, 'healthy again after a relist');
 });
 
 test('a runtime whose network is not ready: pods on the pod network wait, and the node says why, with every other error', async () => {
-  const { runtime } = runtimeWith({ RuntimeReady: true, NetworkReady: false });
-  const state = new RuntimeState(runtime);
+  const { runtime, clock } = runtimeWith({ RuntimeReady: true, NetworkReady: false });
+  const state = new RuntimeState(runtime, clock);
   assert.equal(state.health().notReadyMessage, 'container runtime status check may not have completed yet');
   await state.refresh();
   const network = 'container runtime network not ready: NetworkReady=false reason:NoCNIConfig message:no network config found';
@@ -49,4 +51,22 @@ test('Go\'s formats: durations, and aggregated errors', () => {
   assert.equal(aggregateErrors([]), undefined);
   assert.equal(aggregateErrors(['a']), 'a');
   assert.equal(aggregateErrors(['a', 'b', 'a']), '[a, b]');
+});
+
+test('a runtime that stops answering keeps its last conditions for 30 s, then the node says it is down', async () => {
+  const { runtime, clock } = runtimeWith({ RuntimeReady: true, NetworkReady: false });
+  const state = new RuntimeState(runtime, clock);
+  await state.refresh();
+  const network = state.networkNotReady();
+  assert.ok(network);
+  runtime.status = async () => {
+    throw new Error('container runtime is not reachable at unix:///x.sock (Status): connection refused');
+  };
+  clock.step(5000);
+  await state.refresh();
+  assert.equal(state.networkNotReady(), network, 'one failed call changes nothing: the network gate stays');
+  assert.equal(state.health().notReadyMessage, network);
+  clock.step(26_000);
+  await state.refresh();
+  assert.equal(state.health().notReadyMessage, `[container runtime is down: container runtime is not reachable at unix:///x.sock (Status): connection refused, ${network}]`);
 });

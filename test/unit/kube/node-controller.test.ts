@@ -60,7 +60,7 @@ test('registers, then patches status only when it changes or the report period p
   const config = { ...defaultConfig(), nodeName: 'n1', nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 60_000, nodeLeaseRenewIntervalMs: 10_000 };
   const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
   const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
-  const state = new RuntimeState(runtime);
+  const state = new RuntimeState(runtime, clock);
   await state.refresh();
   const nc = new NodeController({ api, runtimeHealth: () => state.health(), config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });
   await nc.start();
@@ -68,19 +68,25 @@ test('registers, then patches status only when it changes or the report period p
   assert.equal(api.statusPatches.length, 1);
   assert.equal(api.leaseWrites, 1);
   assert.equal(api.lease?.metadata?.ownerReferences?.[0]?.uid, 'node-uid');
+  // The agent reads the runtime every few seconds; here at each step.
   for (let i = 0; i < 5; i++) {
     clock.step(10_000);
+    await state.refresh();
     await settle();
   }
   assert.equal(api.statusPatches.length, 1, 'nothing changed within the report period: no patch');
   assert.equal(api.leaseWrites, 6, 'lease renewed every 10 s');
   clock.step(10_000);
+  await state.refresh();
   await settle();
   assert.equal(api.statusPatches.length, 2, 'reported once the report period passed');
   down = true;
-  await state.refresh();
-  clock.step(10_000);
-  await settle();
+  // Silent for over 30 s: down, in the next status.
+  for (let i = 0; i < 4; i++) {
+    clock.step(10_000);
+    await state.refresh();
+    await settle();
+  }
   assert.equal(api.statusPatches.length, 3, 'a change is reported at once');
   const ready = api.statusPatches[2]!.conditions!.find((c) => c.type === 'Ready')!;
   assert.equal(ready.status, 'False');

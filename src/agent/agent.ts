@@ -563,6 +563,7 @@ export class Agent implements PodSyncer {
         if (pod && this.resize(pod)) this.workers.wake(uid);
       }
       const running = await getPods(this.deps, false);
+      this.resizer.actuated.retain(new Set(running.flatMap((p) => p.containers.map((c) => c.id.id))));
       this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
       for (const p of running) {
         if (this.workers.isKnown(p.uid)) continue;

@@ -40,10 +40,18 @@ export class AllocationManager {
   private readonly pending = new Map<string, V1PodCondition>();
   private readonly inProgress = new Map<string, V1PodCondition>();
 
-  /** Records a newly admitted pod's resources as its allocation. */
+  /**
+   * Records a newly admitted pod's allocation: its spec's resources, or for a pod that already ran
+   * here (the agent restarted) those its status says its containers run with, so that a resize
+   * allocated or deferred before is not granted now without a fit check.
+   */
   admitted(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
-    if (!this.allocations.has(uid)) this.allocations.set(uid, allocationOf(pod));
+    if (this.allocations.has(uid)) return;
+    const allocation = allocationOf(pod);
+    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+    for (const s of statuses) if (s.resources && allocation.has(s.name)) allocation.set(s.name, structuredClone(s.resources));
+    this.allocations.set(uid, allocation);
   }
 
   /** The pod as allocated: what its containers are to run with. */

@@ -16,6 +16,8 @@ export interface Cgroups {
   detail: string;
   /** Creates the container's cgroups with limits; returns the cgroup.procs files to join. */
   create(id: string, limits: CgroupLimits): string[];
+  /** Sets a running container's limits anew (a resize), unset ones lifted; throws what the kernel refused. */
+  update(id: string, limits: CgroupLimits): void;
   /** Whether the cgroup recorded an OOM kill. */
   oomKilled(id: string): boolean;
   /** CPU and memory used by the container's cgroups, if it has them. */
@@ -36,6 +38,17 @@ function tryWrite(path: string, value: string): boolean {
     return false;
   }
 }
+
+/** A write that must take: the kernel's refusal (EBUSY for a memory limit below usage...) is the caller's error. */
+function mustWrite(path: string, value: string): void {
+  try {
+    writeFileSync(path, value);
+  } catch (err) {
+    throw new Error(`writing ${value} to ${path}: ${(err as Error).message}`);
+  }
+}
+
+const cpuWeight = (shares: number) => Math.max(1, Math.min(10000, Math.round(1 + ((shares - 2) * 9999) / 262142)));
 
 function countProcs(path: string): number | undefined {
   try {
@@ -62,8 +75,14 @@ export function detectCgroups(): Cgroups {
           mkdirSync(d, { recursive: true });
           if (l.memoryBytes) tryWrite(join(d, 'memory.max'), String(l.memoryBytes));
           if (l.cpuQuotaUs && l.cpuPeriodUs) tryWrite(join(d, 'cpu.max'), `${l.cpuQuotaUs} ${l.cpuPeriodUs}`);
-          if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(Math.max(1, Math.min(10000, Math.round(1 + ((l.cpuShares - 2) * 9999) / 262142)))));
+          if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(cpuWeight(l.cpuShares)));
           return [join(d, 'cgroup.procs')];
+        },
+        update(id, l) {
+          const d = join(dir, id);
+          mustWrite(join(d, 'memory.max'), l.memoryBytes ? String(l.memoryBytes) : 'max');
+          mustWrite(join(d, 'cpu.max'), `${l.cpuQuotaUs ? l.cpuQuotaUs : 'max'} ${l.cpuPeriodUs ?? 100000}`);
+          if (l.cpuShares) mustWrite(join(d, 'cpu.weight'), String(cpuWeight(l.cpuShares)));
         },
         oomKilled(id) {
           try {
@@ -120,6 +139,12 @@ export function detectCgroups(): Cgroups {
           }
           return procs;
         },
+        update(id, l) {
+          mustWrite(join(mem, id, 'memory.limit_in_bytes'), l.memoryBytes ? String(l.memoryBytes) : '-1');
+          if (l.cpuShares) mustWrite(join(cpu, id, 'cpu.shares'), String(l.cpuShares));
+          if (l.cpuPeriodUs) mustWrite(join(cpu, id, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
+          mustWrite(join(cpu, id, 'cpu.cfs_quota_us'), l.cpuQuotaUs ? String(l.cpuQuotaUs) : '-1');
+        },
         usage: (id) => readCgroupV1(join(mem, id), acct ? join(acct, id) : undefined),
         processCount: (id) => countProcs(join(mem, id, 'cgroup.procs')),
         oomKilled(id) {
@@ -147,5 +172,6 @@ export function detectCgroups(): Cgroups {
 }
 
 function none(detail: string): Cgroups {
-  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
+  // Without cgroups no limit was applied at the start either: a resize has nothing to change.
+  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], update: () => undefined, oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
 }

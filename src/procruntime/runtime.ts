@@ -483,8 +483,16 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_RUNNING' && c.state !== 'CONTAINER_CREATED') throw new FailedPreconditionError(`container ${c.id} is not running`);
-    c.config = { ...c.config, linux: { ...c.config.linux, resources: { ...c.config.linux?.resources, ...resources } } };
-    if (c.state === 'CONTAINER_RUNNING') this.cgroups.create(c.id, cgroupLimits(c.config));
+    const config = { ...c.config, linux: { ...c.config.linux, resources: { ...c.config.linux?.resources, ...resources } } };
+    // Written first: what the kernel refuses is the resize's error, and nothing is recorded.
+    if (c.state === 'CONTAINER_RUNNING') {
+      try {
+        this.cgroups.update(c.id, cgroupLimits(config));
+      } catch (err) {
+        throw new FailedPreconditionError(`failed to update resources of container ${c.id}: ${(err as Error).message}`);
+      }
+    }
+    c.config = config;
     await this.persistContainer(c);
   }
 

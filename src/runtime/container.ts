@@ -64,6 +64,9 @@ export function toContainerStatus(runtimeName: string, s: CriContainerStatus): C
     restartCount: annotations.restartCount,
     reason: s.reason,
     message: s.message,
+    ...(s.resources?.linux
+      ? { resources: { cpuShares: Number(s.resources.linux.cpu_shares ?? 0), cpuQuota: Number(s.resources.linux.cpu_quota ?? 0), memoryLimit: Number(s.resources.linux.memory_limit_in_bytes ?? 0) } }
+      : {}),
   };
 }
 

@@ -5,7 +5,8 @@
 import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { isRestartableInitContainer, type PodActions } from './pod-actions.js';
-import type { PodStatus } from './types.js';
+import { milliCPUToQuota, milliCPUToShares, QUOTA_PERIOD_US } from './resources.js';
+import type { ContainerStatus, PodStatus } from './types.js';
 
 /** The four values a resize compares (cpu in millicores, memory in bytes; 0 for unset). */
 export interface ResourceValues {
@@ -55,6 +56,16 @@ export function resourceValues(c: V1Container): ResourceValues {
   return { cpuRequest: cpu(req.cpu), cpuLimit: cpu(lim.cpu), memoryRequest: mem(req.memory), memoryLimit: mem(lim.memory) };
 }
 
+/** Whether the runtime's own figures are those of `desired` (cpu compared as shares and CFS quota, as they are set). */
+function runsWith(r: NonNullable<ContainerStatus['resources']>, desired: ResourceValues, periodUs: number): boolean {
+  const quota = (v: number) => (v > 0 ? v : 0);
+  return (
+    r.cpuShares === milliCPUToShares(desired.cpuRequest || desired.cpuLimit) &&
+    quota(r.cpuQuota) === milliCPUToQuota(desired.cpuLimit, periodUs) &&
+    quota(r.memoryLimit) === desired.memoryLimit
+  );
+}
+
 export interface ContainerToUpdate {
   containerID: string;
   container: V1Container;
@@ -70,17 +81,24 @@ function resizePolicyOf(c: V1Container, resource: 'cpu' | 'memory'): string {
  * Adds to `actions` the containers a resize restarts; returns those it updates in place, decreases
  * first. `pod` carries the allocated resources. Containers already being killed are left to that.
  */
-export function computePodResizeAction(pod: V1Pod, status: PodStatus, actions: PodActions, actuated: ActuatedResources): ContainerToUpdate[] {
+export function computePodResizeAction(pod: V1Pod, status: PodStatus, actions: PodActions, actuated: ActuatedResources, cfsPeriodUs = QUOTA_PERIOD_US): ContainerToUpdate[] {
   if (actions.killPod || actions.createSandbox) return [];
   const decreases: ContainerToUpdate[] = [];
   const increases: ContainerToUpdate[] = [];
   const consider = (c: V1Container, restart: () => void) => {
     const s = status.containerStatuses.find((x) => x.name === c.name);
     if (!s || s.state !== 'running' || actions.containersToKill.has(s.id.id)) return;
-    // Not known (the agent restarted): what it runs with is taken as what it was given.
-    const current = actuated.get(s.id.id)?.values;
-    if (!current) return;
     const desired = resourceValues(c);
+    let current = actuated.get(s.id.id)?.values;
+    if (!current) {
+      // Not known (the agent restarted): what the runtime says it runs with, where it says; else
+      // what it runs with is taken as what it was given.
+      if (!s.resources || runsWith(s.resources, desired, cfsPeriodUs)) {
+        actuated.set(s.id.id, c);
+        return;
+      }
+      current = { cpuRequest: -1, cpuLimit: -1, memoryRequest: desired.memoryRequest, memoryLimit: -1 };
+    }
     const cpuChanged = desired.cpuRequest !== current.cpuRequest || desired.cpuLimit !== current.cpuLimit;
     const memoryChanged = desired.memoryRequest !== current.memoryRequest || desired.memoryLimit !== current.memoryLimit;
     if (!cpuChanged && !memoryChanged) return;

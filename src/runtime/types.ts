@@ -32,6 +32,8 @@ export interface ContainerStatus {
   restartCount: number;
   reason: string;
   message: string;
+  /** What the runtime says the container runs with, where it says (CRI ContainerStatus.resources). */
+  resources?: { cpuShares: number; cpuQuota: number; memoryLimit: number };
 }
 
 /** Everything the runtime knows of one pod: sandboxes newest first, container instances newest first. */

@@ -106,3 +106,28 @@ test('status with a resize: allocatedResources and resources per container, and 
   assert.deepEqual(cs.resources, res('100m', '64Mi'), 'what it runs with until the resize is applied');
   assert.ok(st.conditions!.some((x) => x.type === 'PodResizeInProgress'));
 });
+
+test('after an agent restart (nothing recorded): the runtime\'s own figures decide; a container that runs with other resources is updated', async () => {
+  const { deps } = fakeDeps({ actuated: new ActuatedResources() });
+  const p = pod([c('a', '100m')]);
+  await syncPod(deps, p, await getPodStatus(deps, 'uid-1', 'web', 'ns'));
+  // A new agent: nothing recorded; the runtime reports the 100m it runs with.
+  const fresh = new ActuatedResources();
+  const st = await getPodStatus(deps, 'uid-1', 'web', 'ns');
+  st.containerStatuses[0]!.resources = { cpuShares: 102, cpuQuota: 20000, memoryLimit: 64 * 2 ** 20 };
+  assert.deepEqual(computePodResizeAction(p, st, computePodActions(p, st, deps.probes), fresh), [], 'it runs with its spec: nothing to do');
+  assert.equal(fresh.get(st.containerStatuses[0]!.id.id)?.values.cpuRequest, 100, 'and that is now known');
+  const resized = pod([c('a', '300m')], 2);
+  const again = new ActuatedResources();
+  const updates = computePodResizeAction(resized, st, computePodActions(resized, st, deps.probes), again);
+  assert.deepEqual(updates.map((u) => u.container.name), ['a'], 'resized while the agent was away: updated');
+});
+
+test('allocation of a pod that ran before the agent restarted: what its status says it runs with, so a pending resize is checked again', () => {
+  const m = new AllocationManager();
+  const p = pod([c('a', '900m')], 3);
+  p.status = { containerStatuses: [{ name: 'a', image: '', imageID: '', ready: true, restartCount: 0, resources: res('100m', '64Mi') }] };
+  m.admitted(p);
+  assert.equal((m.allocatedPod(p).spec!.containers[0]!.resources!.requests as Record<string, string>).cpu, '100m');
+  assert.ok(m.resizeRequested(p));
+});

@@ -510,13 +510,14 @@ export class Agent implements PodSyncer {
 
   async syncTerminatedPod(pod: V1Pod, removedFromApi: boolean): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
+    // It runs here no more: its allocation is free for others' waiting resizes.
+    this.resizer.forget(uid);
     // Its containers are gone: so go its volumes (its directory, with the termination messages, goes with the pod).
     if (removedFromApi) await this.volumes.manager.removePod(uid);
     else await this.volumes.manager.unmountPod(uid);
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
       this.firstSeen.delete(uid);
-      this.resizer.forget(uid);
     }
     if (removedFromApi) {
       this.statusManager.forget(uid);
@@ -558,7 +559,7 @@ export class Agent implements PodSyncer {
       this.deps.crashLoopBackoff.gc();
       this.deps.imageManager.gc();
       // Resizes waiting for room are tried again (others may have left); an allocated one syncs now.
-      for (const uid of this.resizer.pending()) {
+      for (const uid of this.resizer.due()) {
         const pod = this.workers.activePods().find((p) => p.metadata?.uid === uid);
         if (pod && this.resize(pod)) this.workers.wake(uid);
       }

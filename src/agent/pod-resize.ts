@@ -60,13 +60,15 @@ export class PodResizer {
     };
   }
 
-  /** Pods whose resize waits for room: tried again (housekeeping), with the pods they share the node with. */
-  pending(): string[] {
-    return this.allocation.pendingPods();
+  /** Pods whose waiting resize is due to be tried again (housekeeping tries them). */
+  due(): string[] {
+    return this.allocation.duePods(this.now());
   }
 
+  /** The pod is done here: its allocation goes, and the resizes waiting for room are tried at once. */
   forget(uid: string): void {
     this.allocation.forget(uid);
+    this.allocation.retryAllNow();
   }
 
   /** Every running container of the pod runs with its allocation (or is not known to run with anything else). */

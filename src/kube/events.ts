@@ -85,12 +85,12 @@ export class ApiEventRecorder implements EventRecorder {
       b.tokens = Math.min(this.burst, b.tokens + refill);
       b.updated += refill * this.refillEveryMs;
     }
-    if (b.tokens <= 0) {
-      this.buckets.set(objectKey, b);
-      return false;
-    }
-    b.tokens--;
+    // Least recently used last: the oldest bucket goes once there are too many (client-go's LRU).
+    this.buckets.delete(objectKey);
     this.buckets.set(objectKey, b);
+    if (this.buckets.size > this.cacheSize) this.buckets.delete(this.buckets.keys().next().value!);
+    if (b.tokens <= 0) return false;
+    b.tokens--;
     return true;
   }
 
@@ -133,21 +133,25 @@ export class ApiEventRecorder implements EventRecorder {
 
   private async send(e: Pending): Promise<void> {
     const ns = e.ref.namespace || 'default';
-    // As client-go: every event, a repeat too, spends a token of its object's (and type's) bucket.
-    if (!this.allow(`${e.ref.uid ?? `${ns}/${e.ref.name}`}\u0000${e.type}`, e.at)) {
-      this.opts.metrics?.eventsDropped.inc({ why: 'rate_limited' });
-      return;
-    }
+    // As client-go's correlator: aggregated and counted first, then filtered, so a repeat the
+    // filter holds back still counts in the next one sent.
     const { message, key } = this.aggregate(e);
     const at = new Date(e.at);
     const known = this.known.get(key);
     if (known) {
-      // The same event again: one object, its count and lastTimestamp moved on.
       known.count++;
       this.known.delete(key);
       this.known.set(key, known);
+    }
+    // Every event, a repeat too, spends a token of its object's (and type's) bucket.
+    if (!this.allow(`${e.ref.uid ?? `${ns}/${e.ref.name}`}\u0000${e.type}`, e.at)) {
+      this.opts.metrics?.eventsDropped.inc({ why: 'rate_limited' });
+      return;
+    }
+    if (known) {
+      // The same event again: one object, its count, lastTimestamp and (for a combined one) message moved on.
       try {
-        await this.opts.api.patchEvent(known.namespace, known.name, { count: known.count, lastTimestamp: at.toISOString() });
+        await this.opts.api.patchEvent(known.namespace, known.name, { count: known.count, lastTimestamp: at.toISOString(), message });
         return;
       } catch (err) {
         if (httpCode(err) !== 404) throw err;

@@ -30,6 +30,8 @@ export class RuntimeClassNotFoundError extends Error {
 export class RuntimeClassManager implements RuntimeHandlerLookup {
   private readonly classes = new Map<string, RuntimeClass>();
   private synced = false;
+  /** A first wait has run out: until the list succeeds, lookups fail at once (no sync slot held 5 s each). */
+  private waitedOnce = false;
   private stopWatch?: () => void;
   private markSynced!: () => void;
   private readonly ready = new Promise<void>((r) => (this.markSynced = r));
@@ -40,12 +42,13 @@ export class RuntimeClassManager implements RuntimeHandlerLookup {
     if (!runtimeClassName) return '';
     // Watched from the first pod that names one: a node whose pods never do makes no request.
     this.stopWatch ??= this.start();
-    if (!this.synced) {
+    if (!this.synced && !this.waitedOnce) {
       let timer: Timer | undefined;
       await Promise.race([this.ready, new Promise<void>((r) => (timer = this.opts.clock.setTimer(this.opts.syncWaitMs ?? 5000, r)))]);
       timer?.cancel();
-      if (!this.synced) throw new Error(`failed to lookup RuntimeClass ${runtimeClassName}: RuntimeClasses not read from the API server yet`);
+      this.waitedOnce = true;
     }
+    if (!this.synced) throw new Error(`failed to lookup RuntimeClass ${runtimeClassName}: RuntimeClasses not read from the API server yet`);
     const rc = this.classes.get(runtimeClassName);
     if (!rc) throw new RuntimeClassNotFoundError(runtimeClassName);
     return rc.handler;

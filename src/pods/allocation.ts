@@ -33,11 +33,16 @@ export function resizeEventMessage(prefix: string, pod: V1Pod, error?: string): 
   return `${prefix}: ${JSON.stringify(body)}`;
 }
 
+const INITIAL_RETRY_DELAY_MS = 30_000;
+const RETRY_DELAY_MS = 180_000;
+
 export type ResizeOutcome = { kind: 'none' } | { kind: 'allocated'; message: string } | { kind: 'deferred'; reason: string; message: string; changed: boolean };
 
 export class AllocationManager {
   private readonly allocations = new Map<string, Allocation>();
   private readonly pending = new Map<string, V1PodCondition>();
+  /** When each waiting resize is tried again: 30 s after it first waited, then every 3 min (the kubelet's). */
+  private readonly retryAt = new Map<string, number>();
   private readonly inProgress = new Map<string, V1PodCondition>();
 
   /**
@@ -87,7 +92,9 @@ export class AllocationManager {
     }
     const previous = this.pending.get(uid);
     const generation = pod.metadata?.generation;
-    const changed = previous?.message !== fit.message || previous?.observedGeneration !== generation;
+    // A new wait, or another reason or generation: said again (not for every change of "used").
+    const changed = previous === undefined || previous.reason !== 'Deferred' || previous.observedGeneration !== generation;
+    this.retryAt.set(uid, now.getTime() + (previous ? RETRY_DELAY_MS : INITIAL_RETRY_DELAY_MS));
     this.pending.set(uid, {
       type: 'PodResizePending',
       status: 'True',
@@ -130,14 +137,20 @@ export class AllocationManager {
     return this.pending.get(uid);
   }
 
-  /** Pods whose resize waits (tried again as others leave). */
-  pendingPods(): string[] {
-    return [...this.pending.keys()];
+  /** Pods whose resize waits and is due to be tried again at `now`. */
+  duePods(now: number): string[] {
+    return [...this.pending.keys()].filter((uid) => (this.retryAt.get(uid) ?? 0) <= now);
+  }
+
+  /** A pod left the node (room may have been made): every waiting resize is tried at once. */
+  retryAllNow(): void {
+    for (const uid of this.pending.keys()) this.retryAt.set(uid, 0);
   }
 
   forget(uid: string): void {
     this.allocations.delete(uid);
     this.pending.delete(uid);
+    this.retryAt.delete(uid);
     this.inProgress.delete(uid);
   }
 }

@@ -3,6 +3,7 @@
 // started without the confinement it asked for.
 import { existsSync, readFileSync } from 'node:fs';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { getAppArmorProfile } from '../runtime/security-profiles.js';
 
 const ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
 
@@ -30,12 +31,12 @@ function requiresAppArmor(pod: V1Pod): boolean {
 export type AppArmorVerdict = { admit: true } | { admit: false; reason: 'AppArmor'; message: string };
 
 export function admitAppArmor(pod: V1Pod, hostEnabled: boolean): AppArmorVerdict {
-  // A pod already running or finished is not checked again.
-  if (pod.status?.phase && pod.status.phase !== 'Pending') return { admit: true };
+  // Only a Pending pod is checked (one already running, or a static pod with no status, is not).
+  if (pod.status?.phase !== 'Pending') return { admit: true };
   if (!requiresAppArmor(pod)) return { admit: true };
   if (!hostEnabled) return { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host' };
   for (const c of allContainers(pod)) {
-    const p = c.securityContext?.appArmorProfile ?? pod.spec?.securityContext?.appArmorProfile;
+    const p = getAppArmorProfile(pod, c);
     if (p?.type === 'Localhost' && !p.localhostProfile?.trim()) {
       return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: ${JSON.stringify(p)}` };
     }

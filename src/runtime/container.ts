@@ -1,6 +1,7 @@
 // Containers: start (image, config, create, start), kill with the kubelet's grace period rules,
 // statuses rebuilt from CRI labels/annotations, and removal of dead instances.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { Dirent } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isNotFound } from '../cri/errors.js';
@@ -247,19 +248,23 @@ export function calculatePrivileged(allowPrivileged: boolean, privileged: boolea
 
 /** One more than the highest `<n>.log` (rotated or not) in a container's log directory; 0 when it has none. */
 export async function restartCountFromLogs(dir: string): Promise<number> {
-  let names: string[];
+  let entries: Dirent[];
   try {
-    names = await readdir(dir);
+    entries = await readdir(dir, { withFileTypes: true });
   } catch {
     return 0;
   }
   let next = 0;
-  for (const name of names) {
-    const m = /^(\d+)\.log(\..*)?$/.exec(name);
-    if (m) next = Math.max(next, Number(m[1]) + 1);
+  for (const e of entries) {
+    const m = e.isDirectory() ? null : /^(\d{1,10})\.log(\..*)?$/.exec(e.name);
+    // As strconv.Atoi into an int32 count: anything larger is not a restart count.
+    if (m && Number(m[1]) < 2 ** 31 - 1) next = Math.max(next, Number(m[1]) + 1);
   }
   return next;
 }
+
+/** A container name as the API allows one (a DNS label): a static pod's may not have been checked. */
+const CONTAINER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /**
  * Starts one container: image, config, create, start, with the kubelet's events.
@@ -284,7 +289,9 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
   const meta = pod.metadata ?? {};
   const restartCount = previous
     ? previous.restartCount + 1
-    : await restartCountFromLogs(join(podLogDirectory(deps.podLogRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? ''), container.name));
+    : CONTAINER_NAME.test(container.name)
+      ? await restartCountFromLogs(join(podLogDirectory(deps.podLogRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? ''), container.name))
+      : 0;
 
   let config: ContainerConfig;
   try {

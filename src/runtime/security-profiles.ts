@@ -48,15 +48,22 @@ export function seccompProfile(pod: V1Pod, container: V1Container | undefined, s
 
 const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
 
-/** The container's AppArmor profile (its own, the pod's, or the deprecated annotation's); undefined for none. */
+/**
+ * A container's AppArmor profile as the kubelet picks it: its own field, else the deprecated
+ * annotation (static pods may have only that), else the pod's field.
+ */
+export function getAppArmorProfile(pod: V1Pod, container: V1Container): V1AppArmorProfile | undefined {
+  if (container.securityContext?.appArmorProfile) return container.securityContext.appArmorProfile;
+  const annotation = pod.metadata?.annotations?.[APPARMOR_ANNOTATION_PREFIX + container.name];
+  if (annotation === 'runtime/default') return { type: 'RuntimeDefault' };
+  if (annotation === 'unconfined') return { type: 'Unconfined' };
+  if (annotation?.startsWith('localhost/')) return { type: 'Localhost', localhostProfile: annotation.slice('localhost/'.length) };
+  return pod.spec?.securityContext?.appArmorProfile;
+}
+
+/** The container's AppArmor profile for CRI, and its deprecated string form; undefined for none. */
 export function appArmorProfile(pod: V1Pod, container: V1Container): { profile: SecurityProfile; deprecated: string } | undefined {
-  let p: V1AppArmorProfile | undefined = container.securityContext?.appArmorProfile ?? pod.spec?.securityContext?.appArmorProfile;
-  if (!p) {
-    const annotation = pod.metadata?.annotations?.[APPARMOR_ANNOTATION_PREFIX + container.name];
-    if (annotation === 'runtime/default') p = { type: 'RuntimeDefault' };
-    else if (annotation === 'unconfined') p = { type: 'Unconfined' };
-    else if (annotation?.startsWith('localhost/')) p = { type: 'Localhost', localhostProfile: annotation.slice('localhost/'.length) };
-  }
+  const p = getAppArmorProfile(pod, container);
   if (!p) return undefined;
   switch (p.type) {
     case 'RuntimeDefault':

@@ -127,8 +127,9 @@ function containerStatuses(
         if (!input.pod.metadata?.deletionTimestamp) status.restartCount++;
       }
     }
-    if (input.resize) {
-      // What it was allocated, and what it runs with (the allocation until a resize is applied).
+    if (input.resize && latest) {
+      // What it was allocated, and what it runs with (the allocation until a resize is applied);
+      // as the kubelet, only for containers the runtime has.
       const allocated = [...(input.resize.allocatedPod.spec?.initContainers ?? []), ...(input.resize.allocatedPod.spec?.containers ?? [])].find((x) => x.name === c.name)?.resources ?? {};
       if (allocated.requests) status.allocatedResources = allocated.requests;
       status.resources = (latest && latest.state === 'running' && input.resize.actuated(latest.id.id)) || allocated;

@@ -95,7 +95,7 @@ test('repeats pass the spam filter too: an object\'s 25 tokens cover new events 
   h.clock.step(300_000);
   h.rec.event(ref('u1'), 'Warning', 'BackOff', 'Back-off restarting failed container');
   await h.rec.flush();
-  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3, 4], 'one token back after 5 min');
+  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3, 6], 'one token back after 5 min; the held-back repeats were counted');
 });
 
 test('ten different messages of one reason within 10 min are combined into one event, as client-go combines them', async () => {
@@ -104,7 +104,8 @@ test('ten different messages of one reason within 10 min are combined into one e
   await h.rec.flush();
   assert.equal(h.created.length, 10, '9 on their own, then the combined one');
   assert.equal(h.created[9]!.message, '(combined from similar events): Readiness probe failed: attempt 9');
-  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number }).count), [2, 3], 'later different messages count on the combined event');
+  assert.deepEqual(h.patches.map((p) => (p.patch as { count: number; message: string }).count), [2, 3], 'later different messages count on the combined event');
+  assert.equal((h.patches[1]!.patch as { message: string }).message, '(combined from similar events): Readiness probe failed: attempt 11', 'with the newest message');
   h.clock.step(600_001);
   h.rec.event(ref('u1'), 'Warning', 'Unhealthy', 'Readiness probe failed: later');
   await h.rec.flush();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { admitAppArmor } from '../../../src/pods/apparmor.js';
 
-const pod = (spec: Partial<V1Pod['spec']> = {}, annotations?: Record<string, string>, phase?: string): V1Pod => ({
+const pod = (spec: Partial<V1Pod['spec']> = {}, annotations?: Record<string, string>, phase: string | null = 'Pending'): V1Pod => ({
   metadata: { name: 'p', annotations },
   spec: { containers: [{ name: 'c' }], ...spec },
   status: phase ? { phase } : undefined,
@@ -18,6 +18,10 @@ test('AppArmor admission: a pod asking for a profile on a host without AppArmor 
   assert.deepEqual(admitAppArmor(pod({ securityContext: { appArmorProfile: { type: 'Unconfined' } } }), false), { admit: true });
   assert.deepEqual(admitAppArmor(pod(), false), { admit: true });
   assert.deepEqual(admitAppArmor(pod({ securityContext: { appArmorProfile: { type: 'RuntimeDefault' } } }, undefined, 'Running'), false), { admit: true });
+  assert.deepEqual(admitAppArmor(pod({ securityContext: { appArmorProfile: { type: 'RuntimeDefault' } } }, undefined, null), false), { admit: true }, 'no status (a static pod): not checked, as the kubelet');
+  // The container's field first, then its annotation, then the pod's; an empty Localhost name in an annotation is refused too.
+  const byAnnotation = admitAppArmor(pod({}, { 'container.apparmor.security.beta.kubernetes.io/c': 'localhost/' }), true);
+  assert.equal(byAnnotation.admit, false);
   // With AppArmor: admitted, but an empty Localhost name is not.
   assert.deepEqual(admitAppArmor(pod({ securityContext: { appArmorProfile: { type: 'RuntimeDefault' } } }), true), { admit: true });
   const empty = admitAppArmor(pod({ securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: ' ' } } }), true);

@@ -187,7 +187,8 @@ test('restartCount is recovered from the container log directory when the runtim
   // Earlier instances, since forgotten by the runtime (lost state, a purge): their logs remain, one rotated.
   const dir = join(deps.podLogRoot, 'ns_web_uid-1', 'c');
   mkdirSync(dir, { recursive: true });
-  for (const f of ['0.log', '1.log', '4.log.20261201-101010', '2.log', 'notes.txt']) writeFileSync(join(dir, f), 'x\n');
+  for (const f of ['0.log', '1.log', '4.log.20261201-101010', '2.log', 'notes.txt', '99999999999999999999.log']) writeFileSync(join(dir, f), 'x\n');
+  mkdirSync(join(dir, '7.log'));
   const result = await syncPod(deps, p, await status(deps, p));
   assert.equal(result.error(), undefined);
   const c = [...runtime.containers.values()][0]!;

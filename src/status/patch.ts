@@ -46,7 +46,11 @@ export function podStatusPatch(uid: string, desired: V1PodStatus): { metadata: {
     const list = desired[f];
     status[f] = [...(list ?? []), { $patch: 'replace' } satisfies Directive];
   }
-  const ours = (desired.conditions ?? []).filter((c) => KUBELET_CONDITIONS.has(c.type));
+  // Merged by type, a condition keeps the fields the patch leaves out: a Ready that turns True
+  // must say its old reason and message are gone.
+  const ours = (desired.conditions ?? [])
+    .filter((c) => KUBELET_CONDITIONS.has(c.type))
+    .map((c) => ({ ...c, reason: c.reason ?? null, message: c.message ?? null }) as unknown as V1PodCondition);
   const reported = new Set(ours.map((c) => c.type));
   const deleted = [...KUBELET_CONDITIONS].filter((t) => !reported.has(t) && t !== 'PodScheduled').map((type) => ({ type, $patch: 'delete' }));
   status.conditions = [...ours, ...deleted] as Array<V1PodCondition | (Directive & { type: string })>;

@@ -97,7 +97,7 @@ test('pod status goes as the kubelet sends it: conditions others wrote meanwhile
     manager.setPodStatus(created, {
       phase: 'Running',
       message: 'resizing',
-      conditions: [cond('Ready', 'True'), cond('ContainersReady', 'True'), cond('PodResizePending', 'True')],
+      conditions: [{ ...cond('Ready', 'False'), reason: 'ContainersNotReady', message: 'containers with unready status: [c]' }, cond('ContainersReady', 'True'), cond('PodResizePending', 'True')],
       podIP: '10.0.0.1',
       podIPs: [{ ip: '10.0.0.1' }],
       hostIP: '127.0.0.1',
@@ -111,7 +111,7 @@ test('pod status goes as the kubelet sends it: conditions others wrote meanwhile
     // A new sandbox (new IP), the resize done, no message: the API forgets the old ones.
     manager.setPodStatus(created, {
       phase: 'Running',
-      conditions: [cond('Ready', 'False'), cond('ContainersReady', 'True')],
+      conditions: [cond('Ready', 'True'), cond('ContainersReady', 'True')],
       podIP: '10.0.0.2',
       podIPs: [{ ip: '10.0.0.2' }],
       hostIP: '127.0.0.1',
@@ -123,7 +123,10 @@ test('pod status goes as the kubelet sends it: conditions others wrote meanwhile
     assert.equal(got.podIP, '10.0.0.2');
     assert.equal(got.message, undefined);
     assert.ok(!types().includes('PodResizePending'), `PodResizePending removed: ${types()}`);
-    assert.equal(got.conditions!.find((c) => c.type === 'Ready')?.status, 'False');
+    const readyNow = got.conditions!.find((c) => c.type === 'Ready')!;
+    assert.equal(readyNow.status, 'True');
+    assert.equal(readyNow.reason, undefined, 'a Ready turned True keeps no old reason');
+    assert.equal(readyNow.message, undefined);
     assert.ok(types().includes('DisruptionTarget') && types().includes('example.com/gate'), 'and still kept');
   } finally {
     await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }).catch(() => undefined);

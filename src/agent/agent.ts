@@ -367,7 +367,7 @@ export class Agent implements PodSyncer {
 
   /** A new spec of a running pod: a resize is allocated, or waits for room. */
   private resize(pod: V1Pod): boolean {
-    const others = this.workers.activePods().filter((p) => p.metadata?.uid !== pod.metadata?.uid);
+    const others = () => this.workers.activePods().filter((p) => p.metadata?.uid !== pod.metadata?.uid);
     return this.resizer.update(pod, this.nodeController?.nodeObject ?? this.localNode, others);
   }
 

@@ -21,10 +21,13 @@ export class PodResizer {
     this.allocation.admitted(pod);
   }
 
-  /** A pod's new spec: a resize is allocated if the node fits it; returns whether one was. */
-  update(pod: V1Pod, node: V1Node | undefined, others: V1Pod[]): boolean {
+  /**
+   * A pod's new spec: a resize is allocated if the node fits it; returns whether one was. The
+   * other pods are asked for only then (every status update of every pod comes through here).
+   */
+  update(pod: V1Pod, node: V1Node | undefined, others: () => V1Pod[]): boolean {
     if (!this.allocation.resizeRequested(pod) && this.allocation.pendingCondition(pod.metadata?.uid ?? '') === undefined) return false;
-    const outcome = this.allocation.handleResize(pod, node, others.map((p) => this.allocation.allocatedPod(p)), new Date(this.now()));
+    const outcome = this.allocation.handleResize(pod, node, others().map((p) => this.allocation.allocatedPod(p)), new Date(this.now()));
     if (outcome.kind === 'allocated') this.recorder.event(podRef(pod), 'Normal', 'ResizeStarted', outcome.message);
     if (outcome.kind === 'deferred' && outcome.changed) {
       this.recorder.event(podRef(pod), 'Warning', 'ResizeDeferred', resizeEventMessage(`Pod resize ${outcome.reason}`, pod, outcome.message));

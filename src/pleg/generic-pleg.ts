@@ -78,7 +78,8 @@ export class GenericPLEG {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.schedule(0);
+    // A relist made before the start (the agent makes one for the node's first status) counts.
+    this.schedule(this.lastRelistAt > 0 ? (this.opts.relistPeriodMs ?? 1000) : 0);
   }
 
   async stop(): Promise<void> {

@@ -400,7 +400,7 @@ export class Agent implements PodSyncer {
   /** The pod's API status from the runtime's view of it, the last sync's results, its probes and its resize. */
   private podStatus(pod: V1Pod, runtime: PodStatus, extra: Partial<GenerateInput> = {}): V1PodStatus {
     const uid = pod.metadata?.uid ?? '';
-    return generateAPIPodStatus({ pod, runtime, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, resize: this.resizer.statusInput(pod), ...extra });
+    return generateAPIPodStatus({ pod, runtime, lastSync: this.lastSync.get(uid), nodeIP: this.deps.nodeIP, now: this.clock.now(), probes: this.probes, resize: this.resizer.statusInput(pod), oldStatus: this.statusManager.podStatus(uid), ...extra });
   }
 
   private activeDeadline(pod: V1Pod): ActiveDeadline {

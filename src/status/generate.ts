@@ -24,6 +24,8 @@ export interface GenerateInput {
   evict?: { reason: string; message: string };
   /** In-place resize: the resources allocated (the pod as allocated), those each running container has, and the resize conditions. */
   resize?: { allocatedPod: V1Pod; actuated: (containerID: string) => V1ResourceRequirements | undefined; conditions: V1PodCondition[] };
+  /** The status last computed for the pod (the status manager's), newer than the API's copy until it is written and seen. */
+  oldStatus?: V1PodStatus;
 }
 
 const iso = (ms: number) => new Date(ms);
@@ -242,7 +244,10 @@ function readinessGateMessages(pod: V1Pod, conditions: V1PodCondition[]): string
 
 export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const { pod, runtime, now } = input;
-  const old = pod.status ?? {};
+  // As the kubelet: the status manager's newest status is the one to continue from; the API's copy is
+  // only older, except for what others own (their conditions) and the phase the API already shows.
+  const api = pod.status ?? {};
+  const old = input.oldStatus ?? api;
   const inits = pod.spec?.initContainers ?? [];
   const hasInit = inits.length > 0;
   const initStatuses = containerStatuses(inits, input, old.initContainerStatuses, 'PodInitializing');
@@ -258,18 +263,18 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   // A finished pod stays finished (the status manager refuses a terminal -> non-terminal change).
   if ((old.phase === 'Succeeded' || old.phase === 'Failed') && phase !== 'Succeeded' && phase !== 'Failed') phase = old.phase;
   // The reason and message of a phase stay with it.
-  let reason = phase === old.phase ? old.reason : undefined;
-  let message = phase === old.phase ? old.message : undefined;
+  let reason = phase === old.phase ? old.reason || api.reason : undefined;
+  let message = phase === old.phase ? old.message || api.message : undefined;
   if (input.evict) {
     phase = 'Failed';
     reason = input.evict.reason;
     message = input.evict.message;
   }
   // No way out of a terminal phase the API already shows.
-  if ((old.phase === 'Succeeded' || old.phase === 'Failed') && phase !== old.phase) {
-    phase = old.phase;
-    reason = old.reason;
-    message = old.message;
+  if ((api.phase === 'Succeeded' || api.phase === 'Failed') && phase !== api.phase) {
+    phase = api.phase;
+    reason = api.reason;
+    message = api.message;
   }
 
   const newest = runtime.sandboxStatuses[0];
@@ -285,17 +290,17 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const readyReason = phase === 'Succeeded' ? 'PodCompleted' : phase === 'Failed' ? 'PodFailed' : 'ContainersNotReady';
   const readyMessage = completed ? undefined : `containers with unready status: [${notReady.join(' ')}]`;
   // Readiness gates: Ready also waits for every gate's condition (set by others) to be True.
-  const gates = containersReadyOk(notReady, completed) ? readinessGateMessages(pod, old.conditions ?? []) : [];
+  const gates = containersReadyOk(notReady, completed) ? readinessGateMessages(pod, api.conditions ?? []) : [];
   const podReady = notReady.length === 0 && !completed && gates.length === 0;
   const conditions: V1PodCondition[] = [
     // Conditions other controllers own (DisruptionTarget, readiness gates' ...) are theirs: kept as they are.
-    ...(old.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
+    ...(api.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
     condition('PodReadyToStartContainers', sandboxReady, now, old.conditions),
     condition('Initialized', notInitialized.length === 0 || phase === 'Succeeded', now, old.conditions, 'ContainersNotInitialized', `containers with incomplete status: [${notInitialized.join(' ')}]`),
     gates.length ? condition('Ready', false, now, old.conditions, 'ReadinessGatesNotReady', gates.join(', ')) : condition('Ready', podReady, now, old.conditions, readyReason, readyMessage),
     condition('ContainersReady', notReady.length === 0 && !completed, now, old.conditions, readyReason, readyMessage),
   ];
-  const scheduled = old.conditions?.find((c) => c.type === 'PodScheduled');
+  const scheduled = old.conditions?.find((c) => c.type === 'PodScheduled') ?? api.conditions?.find((c) => c.type === 'PodScheduled');
   if (scheduled) conditions.push(scheduled);
   // A terminal pod has no resize to wait for or to apply.
   if (input.resize && phase !== 'Succeeded' && phase !== 'Failed') conditions.push(...input.resize.conditions);

@@ -183,3 +183,18 @@ test('lastState is the previous instance, whatever its state, and a running cont
   });
   assert.equal(vanished.restartCount, 5);
 });
+
+test('a pod that ended before the API saw its IP keeps the IP the agent last computed, and others\' conditions come from the API', () => {
+  const pod = makePod({ containers: ['a'] });
+  const running = generateAPIPodStatus({ pod, runtime: runningStatus(pod), nodeIP: '192.0.2.1', now: 1000 });
+  // The sandbox is gone; the API still shows the pod as first seen, with a controller's condition.
+  pod.status = { phase: 'Pending', conditions: [{ type: 'DisruptionTarget', status: 'True' }] };
+  const gone = { ...runningStatus(pod), ips: [], sandboxStatuses: [sandbox({ ready: false })], containerStatuses: pod.spec!.containers.map((c) => ({ ...containerStatus(c, 'exited'), exitCode: 3 })) };
+  const ended = generateAPIPodStatus({ pod, runtime: gone, nodeIP: '192.0.2.1', now: 2000, podIsTerminal: true, oldStatus: running });
+  assert.equal(ended.phase, 'Failed');
+  assert.equal(ended.podIP, '10.0.0.1');
+  assert.equal(ended.startTime?.getTime(), running.startTime?.getTime());
+  assert.ok(ended.conditions!.some((c) => c.type === 'DisruptionTarget'));
+  // Without the agent's own status the API's copy is all there is: no IP to keep.
+  assert.equal(generateAPIPodStatus({ pod, runtime: gone, nodeIP: '192.0.2.1', now: 2000, podIsTerminal: true }).podIP, undefined);
+});

@@ -176,6 +176,7 @@ images="$CLUSTER_DIR/images"
 if [ ! -f "$images/images.txt" ] || [ "$TOP/test/env/images/build-images.mjs" -nt "$images/images.txt" ] ||
   [ "$AGNHOST_BIN" -nt "$images/images.txt" ] || [ "$NNP_BIN" -nt "$images/images.txt" ] || [ "$E2E_BUSYBOX_BIN" -nt "$images/images.txt" ]; then
   gcc -static -O2 -o "$images/pause" "$TOP/test/env/images/pause.c"
+  gcc -static -O2 -o "$images/keyctl-probe" "$TOP/test/env/images/keyctl.c"
   # agnhost's image also carries files of its source (the porter's TLS key pair), from the Go module cache.
   agnhost_src="$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost"
   [ -d "$agnhost_src" ] || (cd "$here/gomod/k8s" && go mod download "k8s.io/kubernetes@$KUBE_VERSION")

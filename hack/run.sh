@@ -12,7 +12,14 @@ RUN_DIR=$(realpath -m "${NODELET_RUN_DIR:-$top/.run}")
 PORT=${NODELET_RUN_PORT:-10255}
 "$here/install-deps.sh" --runtime-only
 "$here/build.sh"
-mkdir -p "$RUN_DIR/images" "$RUN_DIR/logs"
+mkdir -p "$RUN_DIR/images" "$RUN_DIR/logs" "$RUN_DIR/cni/net.d" "$RUN_DIR/cni/ipam"
+# The pods' network: a private bridge of its own (no masquerade: nothing leaves the machine).
+cat >"$RUN_DIR/cni/net.d/10-nodelet-run.conflist" <<CNI
+{"cniVersion": "1.0.0", "name": "nodelet-run", "plugins": [
+  {"type": "bridge", "bridge": "${NODELET_RUN_BRIDGE:-nodeletrun0}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "${NODELET_RUN_POD_CIDR:-10.222.0.0/24}"}]], "dataDir": "$RUN_DIR/cni/ipam"}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+CNI
 if [ ! -f "$RUN_DIR/images/busybox_2.tar" ] || [ "$top/test/env/images/build-images.mjs" -nt "$RUN_DIR/images/busybox_2.tar" ]; then
   node test/env/images/build-images.mjs "$RUN_DIR/images" - /bin/busybox >/dev/null
 fi

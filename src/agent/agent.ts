@@ -181,7 +181,15 @@ export class Agent implements PodSyncer {
     if (opts.runtime === 'process') {
       const root = opts.processRuntime.root;
       const socket = opts.processRuntime.socket || `${root}/cri.sock`;
-      const runtime = new ProcessRuntime({ root, imagesDir: opts.processRuntime.imagesDir || undefined, hostIP: opts.nodeIP || undefined, log: (m, f) => this.logger.info(m, f) });
+      const pr = opts.processRuntime;
+      const runtime = new ProcessRuntime({
+        root,
+        imagesDir: pr.imagesDir || undefined,
+        hostIP: opts.nodeIP || undefined,
+        cniConfDir: pr.cniConfDir,
+        cniBinDirs: pr.cniBinDir.split(':').filter(Boolean),
+        log: (m, f) => this.logger.info(m, f),
+      });
       await runtime.start();
       const server = new ProcessRuntimeServer(runtime);
       await server.listen(socket);
@@ -243,10 +251,10 @@ export class Agent implements PodSyncer {
         listContainers: () => this.cri.listContainers(),
         imageFsInfo: () => this.cri.imageFsInfo(),
         sandboxPid: async (uid) => {
-          // The process runtime's pods, and hostNetwork pods, are on the host's network.
+          // hostNetwork pods are on the host's network.
           const pod = this.pods().find((p) => p.metadata?.uid === uid);
-          if (this.deps.runtimeName === 'nodelet-process' || pod?.spec?.hostNetwork) return 'host';
-          // Else the ready sandbox's process (CRI's verbose status, as containerd reports it).
+          if (pod?.spec?.hostNetwork) return 'host';
+          // Else a process of the ready sandbox (CRI's verbose status, as containerd and the process runtime report it).
           const [sb] = await this.cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid }, state: { state: 'SANDBOX_READY' } });
           if (!sb) return undefined;
           const info = (await this.cri.podSandboxStatus(sb.id, true)).info?.info;

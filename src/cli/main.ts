@@ -15,7 +15,7 @@ const help = `nodelet ${NODELET_VERSION}: a Kubernetes node agent
 
 Usage:
   nodelet run [--config FILE] [flags]   serve a node: run the pods bound to it through CRI
-  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|bubblewrap|proot]
+  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|bubblewrap|proot] [--cni-conf-dir DIR] [--cni-bin-dir DIR:DIR]
                                         the process runtime: a CRI v1 server running containers as host
                                         processes (bubblewrap, or proot), for nodelet, crictl, critest
   nodelet images import FILE.tar [--root DIR]
@@ -88,7 +88,7 @@ function options(args: string[], allowed: string[]): { values: Record<string, st
 const DEFAULT_PROCESS_ROOT = '/var/lib/nodelet/process';
 
 async function runtimeServe(args: string[]): Promise<void> {
-  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'isolation', 'log-level', 'log-format']);
+  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'isolation', 'cni-conf-dir', 'cni-bin-dir', 'log-level', 'log-format']);
   if (rest.length) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
   if (!values.socket) throw new UsageError('--socket is required');
   const isolation = values.isolation ?? 'auto';
@@ -100,6 +100,8 @@ async function runtimeServe(args: string[]): Promise<void> {
     root: values.root ?? DEFAULT_PROCESS_ROOT,
     imagesDir: values['images-dir'],
     isolation: isolation === 'auto' ? undefined : (isolation as 'bubblewrap' | 'proot'),
+    cniConfDir: values['cni-conf-dir'],
+    cniBinDirs: values['cni-bin-dir']?.split(':').filter(Boolean),
     log: (m, f) => logger.info(m, f),
   });
   await runtime.start();

@@ -118,7 +118,8 @@ export interface NodeletConfig {
   staticPodPath: string;
   /** 'cri': a CRI runtime at runtimeEndpoint; 'process': nodelet's own process runtime, started by the agent. */
   runtime: 'cri' | 'process';
-  processRuntime: { root: string; imagesDir: string; socket: string };
+  /** The built-in process runtime: state, image archives, socket, and the CNI configuration its pods' networks come from. */
+  processRuntime: { root: string; imagesDir: string; socket: string; cniConfDir: string; cniBinDir: string };
 }
 
 export function defaultConfig(): NodeletConfig {
@@ -177,7 +178,7 @@ export function defaultConfig(): NodeletConfig {
     markUnschedulableOnShutdown: false,
     staticPodPath: '',
     runtime: 'cri',
-    processRuntime: { root: '/var/lib/nodelet/process', imagesDir: '', socket: '' },
+    processRuntime: { root: '/var/lib/nodelet/process', imagesDir: '', socket: '', cniConfDir: '/etc/cni/net.d', cniBinDir: '/usr/lib/cni:/opt/cni/bin' },
   };
 }
 
@@ -406,10 +407,10 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       });
     }
     case 'processRuntime': {
-      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map with root, imagesDir and socket');
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map with root, imagesDir, socket, cniConfDir and cniBinDir');
       const out = { ...defaultConfig().processRuntime };
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (root, imagesDir, socket)`);
+        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (root, imagesDir, socket, cniConfDir, cniBinDir)`);
         if (typeof v !== 'string') throw new ConfigError(`${field}.${k}: expected a string, got ${typeName(v)}`);
         out[k as keyof typeof out] = expandEnv(v, `${field}.${k}`, env);
       }

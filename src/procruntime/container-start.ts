@@ -4,17 +4,21 @@
 import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerConfig, LinuxContainerResources, PodSandboxConfig } from '../cri/types.js';
-import type { Isolation, LaunchSpec } from './isolation.js';
+import type { Isolation, LaunchNamespaces, LaunchSpec } from './isolation.js';
 import type { StoredImage } from './image-store.js';
 import type { CgroupLimits } from './cgroups.js';
 import type { ContainerRecord } from './records.js';
 import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, stageMounts } from './container-files.js';
-import { execedFromParent, procStart } from './procfs.js';
+import { execedFromParent, procStart, processGroup } from './procfs.js';
 
 const run = promisify(execFile);
+
+/** Where a container's compiled seccomp program is kept, in its directory (written at create). */
+export const SECCOMP_PROGRAM = 'seccomp.bpf';
 
 /** The argv by the OCI and Kubernetes rules: command replaces ENTRYPOINT, args replaces CMD. */
 export function containerArgv(config: ContainerConfig, image: StoredImage): string[] {
@@ -54,6 +58,8 @@ export interface LaunchInput {
   /** The pod's resolv.conf, when the sandbox has one of its own. */
   podResolv?: string;
   isolation: Isolation;
+  /** The pod's namespaces it joins. */
+  namespaces?: LaunchNamespaces;
 }
 
 /** The launch spec of a container, or why its command cannot run (as runc: the start fails). */
@@ -66,7 +72,8 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
     if (eq > 0) env.set(e.slice(0, eq), e.slice(eq + 1));
   }
   if (!env.has('PATH')) env.set('PATH', DEFAULT_PATH);
-  const hostname = s.hostname || s.metadata?.name || 'pod';
+  // On the node's network the container has the node's hostname, as containerd sets it.
+  const hostname = s.hostname || (s.linux?.security_context?.namespace_options?.network === 'NODE' ? os.hostname() : s.metadata?.name || 'pod');
   env.set('HOSTNAME', hostname);
   for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
   const mounts = criMounts(c.config);
@@ -95,6 +102,8 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
       maskedPaths: sc?.privileged ? [] : (sc?.masked_paths ?? []),
       readonlyPaths: sc?.privileged ? [] : (sc?.readonly_paths ?? []),
       capabilities: { privileged: sc?.privileged === true, add: sc?.capabilities?.add_capabilities ?? [], drop: sc?.capabilities?.drop_capabilities ?? [] },
+      namespaces: input.namespaces,
+      seccomp: existsSync(join(dir, SECCOMP_PROGRAM)) ? join(dir, SECCOMP_PROGRAM) : undefined,
     },
   };
 }
@@ -125,10 +134,23 @@ export async function openStdin(dir: string): Promise<{ reader: number; writer: 
  * Starts the isolation's argv with its output into <dir>/stdout and stderr, and waits for the
  * container's PID (it has exec'd its command), or for the reason it did not start.
  */
-export async function spawnContainer(isolation: Isolation, dir: string, launch: string[], cgroupProcs: string[], stdin: number | undefined, stderrOffset: number): Promise<{ pid: number; pidStart?: string } | { error: string }> {
+export async function spawnContainer(
+  isolation: Isolation,
+  dir: string,
+  launch: string[],
+  opts: {
+    cgroupProcs: string[];
+    stdin?: number;
+    stderrOffset: number;
+    /** The seccomp program's file, held open as fd 4 for bubblewrap. */
+    seccomp?: string;
+  },
+): Promise<{ pid: number; pidStart?: string; pgid?: number } | { error: string }> {
   const stdout = openSync(join(dir, 'stdout'), 'a');
   const stderr = openSync(join(dir, 'stderr'), 'a');
   const status = openSync(join(dir, 'status.json'), 'w');
+  const seccomp = opts.seccomp ? openSync(opts.seccomp, 'r') : undefined;
+  const { cgroupProcs, stdin, stderrOffset } = opts;
   // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
   // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
   const joinCgroups = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
@@ -140,7 +162,7 @@ export async function spawnContainer(isolation: Isolation, dir: string, launch: 
       ? `${joinCgroups}; exec "$@"`
       : `${joinCgroups}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
   const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
-    stdio: [stdin ?? 'ignore', stdout, stderr, status],
+    stdio: [stdin ?? 'ignore', stdout, stderr, status, ...(seccomp !== undefined ? [seccomp] : [])],
     env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: cgroupProcs.join(' ') },
     detached: true,
   });
@@ -153,6 +175,7 @@ export async function spawnContainer(isolation: Isolation, dir: string, launch: 
     closeSync(stdout);
     closeSync(stderr);
     closeSync(status);
+    if (seccomp !== undefined) closeSync(seccomp);
     if (stdin !== undefined) closeSync(stdin);
   }
   const deadline = Date.now() + 10_000;
@@ -164,7 +187,7 @@ export async function spawnContainer(isolation: Isolation, dir: string, launch: 
       const pidStart = procStart(pid);
       // Running means the container's command runs: as runc's start, return once it is exec'd.
       while (!execedFromParent(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
-      return { pid, pidStart };
+      return { pid, pidStart, pgid: processGroup(pid) };
     }
     const err = readFileSync(join(dir, 'stderr'), 'utf8').slice(stderrOffset);
     if (/^bwrap: /m.test(err) || Date.now() > deadline) return { error: err.trim().split('\n').pop() || 'the container did not start' };

@@ -16,6 +16,8 @@ export interface ExecPlan {
   env: Record<string, string>;
   /** The container's PID namespace, held open as fd 3 of the command; closed by whoever spawns it. */
   pidns: number;
+  /** The container's seccomp program, held open as fd 4 where bubblewrap applies it; closed likewise. */
+  seccomp?: number;
   /** Why the command cannot run there, if it cannot. */
   missing?: string;
 }
@@ -43,7 +45,14 @@ export function execPlan(c: ContainerRecord, dir: string, cmd: string[]): ExecPl
   }
   const { argv, env } = execArgv(c.isolation ?? 'bubblewrap', spec, c.pid, cmd, 3);
   const path = spec.env.find(([k]) => k === 'PATH')?.[1] ?? DEFAULT_PATH;
-  return { argv, env, pidns, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
+  const seccomp = spec.seccomp && argv.includes('--seccomp') ? openSync(spec.seccomp, 'r') : undefined;
+  return { argv, env, pidns, seccomp, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
+}
+
+/** Closes what a plan holds open for its command (once it is spawned, or when it will not be). */
+export function closePlan(plan: ExecPlan): void {
+  closeSync(plan.pidns);
+  if (plan.seccomp !== undefined) closeSync(plan.seccomp);
 }
 
 /** Runs the plan to its end, its output collected; past the timeout, the command is killed and this fails. */
@@ -51,14 +60,14 @@ export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: numbe
   const { argv, env, pidns } = plan;
   if (plan.missing) {
     // As containerd: a command that is not there is an error of the call, not an exit code.
-    closeSync(pidns);
+    closePlan(plan);
     return Promise.reject(new Error(`failed to exec in container: ${plan.missing}`));
   }
   return new Promise<ExecSyncResponse>((resolve, reject) => {
     // A group of its own: on timeout the whole group goes, nsenter's forked child included
     // (killing nsenter alone would leave the command running and its pipes open).
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns], env, detached: true });
-    closeSync(pidns);
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns, ...(plan.seccomp !== undefined ? [plan.seccomp] : [])], env, detached: true });
+    closePlan(plan);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timedOut = false;

@@ -58,6 +58,27 @@ export interface LaunchSpec {
   /** Paths hidden from the container (kubelet's defaults: /proc/kcore and the like), and made read-only. */
   maskedPaths?: string[];
   readonlyPaths?: string[];
+  /** The pod's namespaces to join (absent for a container started before sandboxes had them). */
+  namespaces?: LaunchNamespaces;
+  /** The compiled seccomp program, handed to bubblewrap as fd `SECCOMP_FD` (none: unconfined). */
+  seccomp?: string;
+}
+
+/** The fd a container's (or exec's) spawn holds its seccomp program on. */
+export const SECCOMP_FD = 4;
+
+/** What a container joins: the sandbox's pinned namespace files, and how it gets its PID namespace. */
+export interface LaunchNamespaces {
+  net?: string;
+  ipc?: string;
+  uts?: string;
+  /** CONTAINER: one of its own; POD: the sandbox's (held by `podPid`); NODE: the host's. */
+  pid: 'CONTAINER' | 'POD' | 'NODE';
+  podPid?: number;
+  /** procfs of the pod's PID namespace, bound as /proc for a user that cannot mount one of it. */
+  podProc?: string;
+  /** The pod's /dev/shm. */
+  shm?: string;
 }
 
 /**
@@ -139,6 +160,25 @@ const capName = (c: string) => {
   return u === 'ALL' || u.startsWith('CAP_') ? u : `CAP_${u}`;
 };
 
+/** Every capability name (the bounding set of a privileged container, or of one adding ALL). */
+const ALL_CAPABILITIES = [
+  ...DEFAULT_CAPABILITIES,
+  'CAP_DAC_READ_SEARCH', 'CAP_LINUX_IMMUTABLE', 'CAP_NET_BROADCAST', 'CAP_NET_ADMIN', 'CAP_IPC_LOCK', 'CAP_IPC_OWNER', 'CAP_SYS_MODULE',
+  'CAP_SYS_RAWIO', 'CAP_SYS_PTRACE', 'CAP_SYS_PACCT', 'CAP_SYS_ADMIN', 'CAP_SYS_BOOT', 'CAP_SYS_NICE', 'CAP_SYS_RESOURCE', 'CAP_SYS_TIME',
+  'CAP_SYS_TTY_CONFIG', 'CAP_LEASE', 'CAP_AUDIT_CONTROL', 'CAP_MAC_OVERRIDE', 'CAP_MAC_ADMIN', 'CAP_SYSLOG', 'CAP_WAKE_ALARM',
+  'CAP_BLOCK_SUSPEND', 'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF', 'CAP_CHECKPOINT_RESTORE',
+];
+
+/** The container's bounding set by containerd's rules (what its seccomp default is built for). */
+export function boundingSet(req: CapabilityRequest = {}): string[] {
+  if (req.privileged) return [...ALL_CAPABILITIES];
+  const add = (req.add ?? []).map(capName);
+  const drop = (req.drop ?? []).map(capName);
+  if (add.includes('ALL')) return ALL_CAPABILITIES.filter((c) => !drop.includes(c));
+  const base = drop.includes('ALL') ? [] : DEFAULT_CAPABILITIES.filter((c) => !drop.includes(c));
+  return [...new Set([...base, ...add])];
+}
+
 /**
  * bubblewrap's arguments for the container's capabilities, by containerd's rules: the default set,
  * plus what is added, less what is dropped; "ALL" added starts from every capability, "ALL"
@@ -167,7 +207,10 @@ function setprivArgs(u: ResolvedUser): string[] {
 
 /** bubblewrap's view of the container: its root, /proc, /dev, /sys, the binds, masked and read-only paths. */
 function bwrapView(s: LaunchSpec): string[] {
-  const args = [s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/sys', '/sys'];
+  // A user namespace of the container's own has no say over the pod's PID namespace: its procfs is bound instead.
+  const ns = s.namespaces;
+  const proc = ns?.pid === 'POD' && ns.podProc && (s.user?.uid ?? 0) !== 0 ? ['--bind', ns.podProc, '/proc'] : ['--proc', '/proc'];
+  const args = [s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', ...proc, '--dev', '/dev', ...(ns?.shm ? ['--bind', ns.shm, '/dev/shm'] : []), '--ro-bind', '/sys', '/sys'];
   for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
   return [...args, ...pathArgs(s)];
 }
@@ -186,6 +229,24 @@ function prootArgs(s: LaunchSpec, argv: string[]): string[] {
   return [...args, ...argv];
 }
 
+/** nsenter's arguments joining the pod's namespaces (as root, before any switch of user). */
+function joinArgs(ns: LaunchNamespaces | undefined): string[] {
+  if (!ns) return [];
+  const args = [...(ns.net ? [`--net=${ns.net}`] : []), ...(ns.ipc ? [`--ipc=${ns.ipc}`] : []), ...(ns.uts ? [`--uts=${ns.uts}`] : [])];
+  // Without a fork: nsenter (then bubblewrap) stays in the host's PID namespace, and only what
+  // bubblewrap starts is born in the pod's, so that bubblewrap reports its host PID and finds it in /proc.
+  if (ns.pid === 'POD' && ns.podPid !== undefined) args.push(`--pid=/proc/${ns.podPid}/ns/pid`, '--no-fork');
+  return args.length > 0 ? ['nsenter', ...args, '--'] : [];
+}
+
+/** bubblewrap's namespace arguments: what the pod does not provide is the container's own. */
+function unshareArgs(s: LaunchSpec): string[] {
+  const ns = s.namespaces;
+  if (!ns) return ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname, '--as-pid-1'];
+  // IPC and UTS are the pod's (joined) or the node's; only a PID namespace may be the container's own.
+  return ns.pid === 'CONTAINER' ? ['--unshare-pid', '--as-pid-1'] : [];
+}
+
 /** The command line that runs the container's process under the chosen isolation. */
 export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   if (isolation === 'proot') return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...prootArgs(s, s.argv)];
@@ -193,18 +254,15 @@ export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   // A user other than root has bubblewrap in a user namespace of its own (the process is that
   // user on the host too), and no capabilities, as a non-root process in a container has.
   return [
+    ...joinArgs(s.namespaces),
     ...setprivArgs(u),
     'bwrap',
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    '--hostname',
-    s.hostname,
+    ...unshareArgs(s),
     ...(u.uid !== 0 ? ['--unshare-user', '--uid', String(u.uid), '--gid', String(u.gid)] : []),
     ...bwrapView(s),
     ...(u.uid === 0 ? capabilityArgs(s.capabilities) : []),
+    ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--die-with-parent',
-    '--as-pid-1',
     '--json-status-fd',
     String(s.statusFd),
     ...bwrapCommand(s, s.argv),
@@ -228,7 +286,7 @@ export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: 
   const u = s.user ?? ROOT;
   if (isolation === 'proot') return { argv: prootArgs(s, cmd), env };
   if (u.uid !== 0) {
-    return { argv: ['nsenter', '-t', String(pid), '-U', '-S', String(u.uid), '-G', String(u.gid), '-m', '-u', '-i', '-p', '-r', '-w', '--', ...cmd], env };
+    return { argv: ['nsenter', '-t', String(pid), '-U', '-S', String(u.uid), '-G', String(u.gid), '-m', '-u', '-i', '-n', '-p', '-r', '-w', '--', ...cmd], env };
   }
   const argv = [
     ...setprivArgs(u),
@@ -237,12 +295,14 @@ export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: 
     String(pid),
     '-u',
     '-i',
+    '-n',
     '--',
     'bwrap',
     '--pidns',
     String(pidnsFd),
     ...bwrapView(s),
     ...capabilityArgs(s.capabilities),
+    ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--die-with-parent',
     ...bwrapCommand(s, cmd),
   ];

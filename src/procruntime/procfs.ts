@@ -54,14 +54,28 @@ export function readExitCode(dir: string): number | undefined {
 }
 
 /**
- * Under proot there is no PID namespace whose end takes every process with it: what the
- * container started and left running (its process group) goes when it ends, as in a container.
+ * Under proot, or in a PID namespace the container shares, there is no PID namespace whose end
+ * takes every process with it: what the container started and left running (its process group)
+ * goes when it ends, as in a container.
  */
-export function killLeftovers(c: { isolation?: string; pid?: number }): void {
-  if (c.isolation !== 'proot' || c.pid === undefined) return;
+export function killLeftovers(c: { isolation?: string; pid?: number; pgid?: number }): void {
+  // In a PID namespace shared with the pod, the container's end does not end what it started either:
+  // its process group goes (bubblewrap's session keeps it together).
+  const group = c.isolation === 'proot' ? c.pid : c.pgid;
+  if (group === undefined) return;
   try {
-    process.kill(-c.pid, 'SIGKILL');
+    process.kill(-group, 'SIGKILL');
   } catch {
     /* none left */
+  }
+}
+
+/** The process group of `pid` (field 5 of /proc/PID/stat). */
+export function processGroup(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return undefined;
   }
 }

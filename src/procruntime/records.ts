@@ -8,6 +8,7 @@ import type { Isolation, LaunchSpec } from './isolation.js';
 export const nowNs = (): string => String(BigInt(Date.now()) * 1_000_000n);
 import type { StreamState } from './log-forwarder.js';
 import type { ResolvedUser } from './users.js';
+import type { SandboxNamespaces } from './sandbox-namespaces.js';
 
 export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
 export type CState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
@@ -18,6 +19,8 @@ export interface SandboxRecord {
   state: SandboxState;
   createdAt: string;
   ip: string;
+  /** Its namespaces and network (src/procruntime/sandbox-namespaces.ts); absent for a sandbox of an older runtime. */
+  namespaces?: SandboxNamespaces;
 }
 
 export interface ContainerRecord {
@@ -36,6 +39,8 @@ export interface ContainerRecord {
   /** Host PID of the container's init, and its start time (field 22 of /proc/PID/stat). */
   pid?: number;
   pidStart?: string;
+  /** Its process group, when its end does not end a PID namespace (it shares the pod's or the node's). */
+  pgid?: number;
   logPath: string;
   stdout: StreamState;
   stderr: StreamState;
@@ -45,4 +50,14 @@ export interface ContainerRecord {
   user?: ResolvedUser;
   /** How it was started: what an exec into it repeats (root, mounts, env, user, capabilities). */
   launch?: LaunchSpec;
+}
+
+/** By full ID, or by a unique-enough prefix of one (crictl shortens IDs). */
+export function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {
+  return records.get(id) ?? [...records.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
+}
+
+/** Whether labels hold every key and value of a CRI label selector. */
+export function matchLabels(labels: Record<string, string> | undefined, selector: Record<string, string> | undefined): boolean {
+  return Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 }

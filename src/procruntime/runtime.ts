@@ -40,14 +40,17 @@ import { ImageStore } from './image-store.js';
 import { ProcessImageService } from './image-service.js';
 import { RecordStore } from './state.js';
 import { execPlan, runExecSync, type ExecPlan } from './exec.js';
-import { detectIsolation, launchArgv, type Isolation, type LaunchSpec } from './isolation.js';
+import { detectIsolation, launchArgv, type Isolation, type LaunchNamespaces, type LaunchSpec } from './isolation.js';
+import { launchNamespaces, SandboxNamespaceManager } from './sandbox-namespaces.js';
 import { forward } from './log-forwarder.js';
-import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, spawnContainer } from './container-start.js';
+import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
+import { containerSeccompProgram } from './seccomp/container.js';
 import { stopContainerProcess } from './container-stop.js';
-import { nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
+import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
+import { Sandboxes } from './sandboxes.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
-import { resolvConf, touchLog } from './container-files.js';
+import { touchLog } from './container-files.js';
 import { killLeftovers, processRunning, readExitCode } from './procfs.js';
 
 
@@ -58,27 +61,22 @@ export interface ProcessRuntimeOptions {
   root: string;
   /** Where PullImage looks for `<name>_<tag>.tar` archives. */
   imagesDir?: string;
-  /** The pod IP to report: the host's. */
+  /** The node's IP (what proot's pods, which share the host's network, report). */
   hostIP?: string;
   /** Which isolation to use; probed when not given (bubblewrap where it can run, else proot). */
   isolation?: Isolation;
+  /** CNI configuration directory (as containerd's `conf_dir`), default /etc/cni/net.d. */
+  cniConfDir?: string;
+  /** Where the CNI plugins are, default /usr/lib/cni and /opt/cni/bin. */
+  cniBinDirs?: string[];
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-function byIdOrPrefix<T extends { id: string }>(records: Map<string, T>, id: string): T | undefined {
-  return records.get(id) ?? [...records.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
-}
-
-function matchLabels(labels: Record<string, string> | undefined, selector: Record<string, string> | undefined): boolean {
-  return Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
-}
-
-/** The process runtime's one CRI runtime handler (a RuntimeClass's `handler` may name it). */
 export const PROCESS_RUNTIME_HANDLER = 'process';
 
 export class ProcessRuntime implements RuntimeService, ImageService {
   readonly images: ImageStore;
-  private readonly sandboxes = new Map<string, SandboxRecord>();
+  private readonly sandboxes: Sandboxes;
   private readonly containers = new Map<string, ContainerRecord>();
   private isolation?: Isolation;
   private isolationDetail = '';
@@ -93,6 +91,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   /** The runtime's write end of each stdin: true container's FIFO (not kept across a restart of the runtime). */
   private readonly stdinWriters = new Map<string, number>();
   private readonly hostIP: string;
+  /** Pods' namespaces and networks; none under proot, which cannot make namespaces (pods share the host's). */
+  private namespaces?: SandboxNamespaceManager;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
@@ -100,6 +100,14 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.images = new ImageStore(join(opts.root, 'images'), opts.imagesDir);
     this.imageService = new ProcessImageService(this.images, (imageId) => [...this.containers.values()].some((c) => c.imageId === imageId));
     this.hostIP = opts.hostIP ?? hostIPv4();
+    this.sandboxes = new Sandboxes({
+      store: this.store,
+      hostIP: this.hostIP,
+      namespaces: () => this.namespaces,
+      containersOf: (sandboxId) => [...this.containers.values()].filter((c) => c.sandboxId === sandboxId),
+      stopContainer: (id, t) => this.stopContainer(id, t),
+      removeContainer: (id) => this.removeContainer(id),
+    });
     this.log = opts.log ?? (() => undefined);
     this.statsService = new ProcessStatsService({
       containersOf: (sandboxId) => [...this.containers.values()].filter((c) => c.sandboxId === sandboxId),
@@ -120,9 +128,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.isolation = iso.isolation;
     this.isolationDetail = iso.detail;
     this.cgroups = detectCgroups();
+    if (this.isolation !== 'proot') this.namespaces = new SandboxNamespaceManager({ confDir: this.opts.cniConfDir ?? '/etc/cni/net.d', binDirs: this.opts.cniBinDirs ?? ['/usr/lib/cni', '/opt/cni/bin'] });
     this.log('process runtime started', { isolation: this.isolation ?? 'none', detail: iso.detail, cgroups: this.cgroups.detail });
-    for (const sb of state.sandboxes) this.sandboxes.set(sb.id, sb);
+    for (const sb of state.sandboxes) this.sandboxes.records.set(sb.id, sb);
     for (const c of state.containers) this.containers.set(c.id, c);
+    await this.sandboxes.recover(this.log);
     this.tick();
     this.ticker = setInterval(() => this.tick(), 100);
     this.ticker.unref();
@@ -174,6 +184,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       if (ended) {
         this.goneAt.delete(c.id);
         killLeftovers(c);
+        c.pgid = undefined; // its group is gone: the number may be another's later
         c.state = 'CONTAINER_EXITED';
         c.finishedAt = nowNs();
         const oom = this.cgroups.oomKilled(c.id);
@@ -202,8 +213,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       status: {
         conditions: [
           { type: 'RuntimeReady', status: ready, reason: ready ? '' : 'NoIsolation', message: ready ? '' : this.isolationDetail },
-          // Pods share the host's network: it is ready whenever the host is.
-          { type: 'NetworkReady', status: true, reason: '', message: '' },
+          // Under proot pods share the host's network, ready whenever the host is.
+          { type: 'NetworkReady', ...this.sandboxes.networkCondition() },
         ],
       },
       info: verbose ? { isolation: JSON.stringify({ mode: this.isolationMode, detail: this.isolationDetail }), cgroups: JSON.stringify(this.cgroups.detail) } : {},
@@ -212,91 +223,33 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     } as unknown as StatusResponse;
   }
 
-  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
-    if (!config.metadata?.name || !config.metadata.uid) throw new InvalidArgumentError('sandbox metadata needs a name and a uid');
-    // One handler, '' being the default; any other name is refused as containerd refuses one it lacks.
-    if (runtimeHandler !== '' && runtimeHandler !== PROCESS_RUNTIME_HANDLER) throw new InvalidArgumentError(`no runtime for "${runtimeHandler}" is configured`);
-    const id = randomBytes(32).toString('hex');
-    const s: SandboxRecord = { id, config, state: 'SANDBOX_READY', createdAt: nowNs(), ip: this.hostIP };
-    await this.persistSandbox(s);
-    // The pod's own resolv.conf, as containerd writes one from the DNS config it is given.
-    const dns = config.dns_config;
-    if (dns && (dns.servers?.length || dns.searches?.length || dns.options?.length)) {
-      await writeFile(join(this.store.sandboxDir(id), 'resolv.conf'), resolvConf(dns));
-    }
-    this.sandboxes.set(id, s);
-    return id;
+  runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
+    return this.sandboxes.runPodSandbox(config, runtimeHandler);
   }
 
-  /** By full ID, or by a unique-enough prefix of one (crictl shortens IDs). */
-  private findSandbox(id: string): SandboxRecord | undefined {
-    return byIdOrPrefix(this.sandboxes, id);
+  stopPodSandbox(id: string): Promise<void> {
+    return this.sandboxes.stopPodSandbox(id);
+  }
+
+  removePodSandbox(id: string): Promise<void> {
+    return this.sandboxes.removePodSandbox(id);
+  }
+
+  podSandboxStatus(id: string, verbose = false): Promise<PodSandboxStatusResponse> {
+    return this.sandboxes.podSandboxStatus(id, verbose);
+  }
+
+  listPodSandbox(filter?: PodSandboxFilter): Promise<PodSandbox[]> {
+    return this.sandboxes.listPodSandbox(filter);
   }
 
   private sandbox(id: string): SandboxRecord {
-    const s = this.findSandbox(id);
-    if (!s) throw new NotFoundError(`pod sandbox ${id}`);
-    return s;
-  }
-
-  async stopPodSandbox(id: string): Promise<void> {
-    // Idempotent, as CRI asks: stopping what is not there is not an error.
-    const s = this.findSandbox(id);
-    if (!s) return;
-    await Promise.all([...this.containers.values()].filter((c) => c.sandboxId === s.id && c.state === 'CONTAINER_RUNNING').map((c) => this.stopContainer(c.id, 0)));
-    s.state = 'SANDBOX_NOTREADY';
-    await this.persistSandbox(s);
-  }
-
-  async removePodSandbox(id: string): Promise<void> {
-    const s = this.findSandbox(id);
-    if (!s) return; // idempotent
-    for (const c of [...this.containers.values()].filter((x) => x.sandboxId === s.id)) {
-      if (c.state === 'CONTAINER_RUNNING') await this.stopContainer(c.id, 0);
-      await this.removeContainer(c.id);
-    }
-    this.sandboxes.delete(s.id);
-    await this.store.removeSandbox(s.id);
-  }
-
-  private sandboxView(s: SandboxRecord) {
-    return {
-      id: s.id,
-      metadata: s.config.metadata,
-      state: s.state,
-      created_at: s.createdAt,
-      labels: s.config.labels ?? {},
-      annotations: s.config.annotations ?? {},
-      runtime_handler: '',
-    };
-  }
-
-  async podSandboxStatus(id: string): Promise<PodSandboxStatusResponse> {
-    const s = this.sandbox(id);
-    const ns = s.config.linux?.security_context?.namespace_options;
-    return {
-      status: {
-        ...this.sandboxView(s),
-        network: { ip: s.ip, additional_ips: [] },
-        // Processes share the host's network whatever was asked; the mode asked for is echoed back so
-        // the agent does not see a "changed" sandbox on every sync.
-        linux: { namespaces: { options: { network: ns?.network ?? 'POD', pid: ns?.pid ?? 'CONTAINER', ipc: ns?.ipc ?? 'POD', target_id: '', userns_options: null } } },
-      },
-      info: {},
-      containers_statuses: [],
-      timestamp: nowNs(),
-    } as unknown as PodSandboxStatusResponse;
-  }
-
-  async listPodSandbox(filter?: PodSandboxFilter): Promise<PodSandbox[]> {
-    return [...this.sandboxes.values()]
-      .filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && (!filter?.state || filter.state.state === s.state) && matchLabels(s.config.labels, filter?.label_selector))
-      .map((s) => this.sandboxView(s) as unknown as PodSandbox);
+    return this.sandboxes.sandbox(id);
   }
 
   async createContainer(podSandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
     const s = this.sandbox(podSandboxId);
-    if (s.state !== 'SANDBOX_READY') throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
+    if (!this.sandboxes.sandboxReady(s)) throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
     if (!config.metadata?.name) throw new InvalidArgumentError('container metadata needs a name');
     const sc = config.linux?.security_context;
     // As runc's spec generation: a group without a user to go with it is refused.
@@ -323,6 +276,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       readImageFile('etc/passwd'),
       readImageFile('etc/group'),
     );
+    // Decided now, as containerd: a profile that cannot be had fails the create (proot cannot apply one).
+    const seccomp = this.isolation === 'proot' ? undefined : containerSeccompProgram(config);
     const id = randomBytes(32).toString('hex');
     const logDir = s.config.log_directory ?? sandboxConfig.log_directory ?? '';
     const c: ContainerRecord = {
@@ -344,6 +299,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       user,
     };
     await this.persistContainer(c);
+    if (seccomp) await writeFile(join(this.cdir(id), SECCOMP_PROGRAM), seccomp);
     this.containers.set(id, c);
     return id;
   }
@@ -370,7 +326,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const dir = this.cdir(c.id);
     c.rootfsMounted = await prepareRootfs(dir, await this.images.rootfs(img));
     const podResolv = join(this.store.sandboxDir(s.id), 'resolv.conf');
-    const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, isolation: this.isolation });
+    const joined = launchNamespaces(s, c.config);
+    if (typeof joined === 'string') await this.failStart(c, joined);
+    const namespaces = joined as LaunchNamespaces | undefined;
+    const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, isolation: this.isolation, namespaces });
     if ('missing' in prepared) await this.failStart(c, prepared.missing);
     const spec = (prepared as { spec: LaunchSpec }).spec;
     c.launch = spec;
@@ -381,10 +340,13 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       this.stdinWriters.set(c.id, fifo.writer);
       stdin = fifo.reader;
     }
-    const started = await spawnContainer(this.isolation, dir, launchArgv(this.isolation, spec), procs, stdin, c.stderr.offset);
+    const started = await spawnContainer(this.isolation, dir, launchArgv(this.isolation, spec), { cgroupProcs: procs, stdin, stderrOffset: c.stderr.offset, seccomp: spec.seccomp });
     if ('error' in started) await this.failStart(c, started.error);
-    c.pid = (started as { pid: number }).pid;
-    c.pidStart = (started as { pidStart?: string }).pidStart;
+    const ok = started as { pid: number; pidStart?: string; pgid?: number };
+    c.pid = ok.pid;
+    c.pidStart = ok.pidStart;
+    // Where its end does not end a PID namespace, what it leaves running goes by its process group.
+    c.pgid = namespaces && namespaces.pid !== 'CONTAINER' ? ok.pgid : undefined;
     // As containerd: the log file is there once the container has started, output or not.
     await touchLog(c.logPath);
     c.state = 'CONTAINER_RUNNING';
@@ -532,11 +494,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   /** A pod sandbox that is ready (what port-forward needs). */
-  readySandbox(id: string): { name: string; uid: string } {
-    const s = this.sandboxes.get(id) ?? [...this.sandboxes.values()].find((x) => id.length >= 6 && x.id.startsWith(id));
-    if (!s) throw new NotFoundError(`pod sandbox ${id}`);
-    if (s.state !== 'SANDBOX_READY') throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
-    return { name: s.config.metadata?.name ?? '', uid: s.config.metadata?.uid ?? '' };
+  readySandbox(id: string): { name: string; uid: string; netns?: string } {
+    const s = this.sandboxes.sandbox(id);
+    if (!this.sandboxes.sandboxReady(s)) throw new FailedPreconditionError(`pod sandbox ${s.id} is not ready`);
+    return { name: s.config.metadata?.name ?? '', uid: s.config.metadata?.uid ?? '', netns: s.namespaces?.net };
   }
 
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
@@ -561,7 +522,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
-    const chosen = [...this.sandboxes.values()].filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && matchLabels(s.config.labels, filter?.label_selector));
+    const chosen = [...this.sandboxes.records.values()].filter((s) => (!filter?.id || s.id.startsWith(filter.id)) && matchLabels(s.config.labels, filter?.label_selector));
     return Promise.all(chosen.map((s) => this.statsService.sandboxStats(s)));
   }
 

@@ -51,7 +51,7 @@ export class ProcessRuntimeServer {
       RunPodSandbox: async (q) => ({ pod_sandbox_id: await r.runPodSandbox(q.config, q.runtime_handler) }),
       StopPodSandbox: async (q) => (await r.stopPodSandbox(q.pod_sandbox_id), {}),
       RemovePodSandbox: async (q) => (await r.removePodSandbox(q.pod_sandbox_id), {}),
-      PodSandboxStatus: async (q) => r.podSandboxStatus(q.pod_sandbox_id),
+      PodSandboxStatus: async (q) => r.podSandboxStatus(q.pod_sandbox_id, q.verbose === true),
       ListPodSandbox: async (q) => ({ items: await r.listPodSandbox(q.filter ?? undefined) }),
       CreateContainer: async (q) => ({ container_id: await r.createContainer(q.pod_sandbox_id, q.config, q.sandbox_config) }),
       StartContainer: async (q) => (await r.startContainer(q.container_id), {}),

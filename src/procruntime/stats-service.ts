@@ -81,7 +81,7 @@ export class ProcessStatsService {
           page_faults: sum((x) => x.memory?.page_faults),
           major_page_faults: sum((x) => x.memory?.major_page_faults),
         },
-        // Pods share the host's network: there is no interface of the pod's own to count.
+        // Not counted here: the agent reads the pod's interfaces from a process of its sandbox (verbose status).
         network: null,
         process: { timestamp: ts, process_count: { value: String(processes) } },
         containers,

@@ -2,17 +2,71 @@
 // exec runs the command as ExecSync does (the container's namespaces and user), with a
 // pseudo-terminal from util-linux's script when a tty is asked for (resized with stty on its
 // slave side); attach follows the container's output files and writes to its stdin FIFO;
-// port-forward connects to the port on the pod's network (the host's: pods share it here).
+// port-forward connects to the port on localhost of the pod's network namespace, as containerd
+// does, through a small relay started in that namespace (the host's network under proot).
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, createWriteStream, readdirSync, readlinkSync, watch } from 'node:fs';
 import { open } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
-import type { Writable } from 'node:stream';
+import { Duplex, type Writable } from 'node:stream';
 import type { ExecOutcome, StreamIO, StreamOptions } from '../cri/streaming/remotecommand.js';
 import { StreamingServer } from '../cri/streaming/server.js';
 import { InvalidArgumentError } from './errors.js';
+import { closePlan } from './exec.js';
 import type { ProcessRuntime } from './runtime.js';
+
+function dialHere(port: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port });
+    sock.once('connect', () => resolve(sock));
+    sock.once('error', reject);
+  });
+}
+
+// The relay in the pod's namespace: connects, says so with one byte, then copies both ways; a
+// failure to connect is its one line on stderr.
+const RELAY = `const s=require('net').connect({host:'127.0.0.1',port:+process.argv[1]});
+s.once('connect',()=>{process.stdout.write('+');process.stdin.pipe(s);s.pipe(process.stdout);});
+s.once('error',(e)=>{process.stderr.write(e.message);process.exit(1);});
+s.once('close',()=>process.exit(0));`;
+
+/** A connection to localhost:port inside a network namespace, as a stream (the relay's pipes). */
+function dialInNetns(netns: string, port: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('nsenter', [`--net=${netns}`, '--', process.execPath, '-e', RELAY, String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    let stream: Duplex | undefined;
+    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
+    child.once('error', reject);
+    child.stdin.on('error', () => undefined);
+    child.once('close', () => {
+      if (!stream) reject(new Error(err.trim() || `dial tcp4 127.0.0.1:${port}: the relay ended`));
+    });
+    child.stdout.on('data', (b: Buffer) => {
+      if (!stream) {
+        // The relay's first byte says it is connected; what follows is the pod's.
+        stream = new Duplex({
+          read: () => void child.stdout.resume(),
+          write: (chunk: Buffer, _enc, cb) => void child.stdin.write(chunk, cb),
+          final: (cb) => {
+            child.stdin.end();
+            cb();
+          },
+          destroy: (e, cb) => {
+            child.kill();
+            cb(e);
+          },
+        });
+        child.stdout.on('end', () => stream!.push(null));
+        resolve(stream);
+        b = b.subarray(1);
+        if (b.length === 0) return;
+      }
+      if (!stream.push(b)) child.stdout.pause();
+    });
+  });
+}
 
 const shellQuote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
 
@@ -33,16 +87,17 @@ function ptyOf(scriptPid: number): string | undefined {
 }
 
 async function execIn(runtime: ProcessRuntime, id: string, cmd: string[], io: StreamIO): Promise<ExecOutcome> {
-  const { argv, env, pidns, missing } = runtime.prepareExec(id, cmd);
+  const plan = runtime.prepareExec(id, cmd);
+  const { argv, env, pidns, missing } = plan;
   if (missing) {
-    closeSync(pidns);
+    closePlan(plan);
     // As runc: a command that is not there is a failure of the exec, not an exit code.
     return { error: `error executing command in container: failed to exec in container: ${missing}` };
   }
   // With a tty: script gives the command a pseudo-terminal and copies it to and from its pipes.
   const [file, args] = io.tty ? ['script', ['-qfec', argv.map(shellQuote).join(' '), '/dev/null']] : [argv[0]!, argv.slice(1)];
-  const child = spawn(file, args, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr && !io.tty ? 'pipe' : 'ignore', pidns], env: io.tty ? { ...env, SHELL: '/bin/sh' } : env, detached: true });
-  closeSync(pidns);
+  const child = spawn(file, args, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr && !io.tty ? 'pipe' : 'ignore', pidns, ...(plan.seccomp !== undefined ? [plan.seccomp] : [])], env: io.tty ? { ...env, SHELL: '/bin/sh' } : env, detached: true });
+  closePlan(plan);
   if (io.stdin && child.stdin) {
     io.stdin.pipe(child.stdin);
     child.stdin.on('error', () => undefined);
@@ -159,7 +214,7 @@ export class ProcessStreams {
     if (!req.cmd?.length) throw new InvalidArgumentError('cmd must not be empty');
     if (!req.stdin && !req.stdout && !req.stderr) throw new InvalidArgumentError('one of stdin, stdout, or stderr must be set');
     // Checked now, so that a stopped container is an error of the call and not of the stream.
-    closeSync(this.runtime.prepareExec(req.container_id, req.cmd).pidns);
+    closePlan(this.runtime.prepareExec(req.container_id, req.cmd));
     const opts: StreamOptions = { stdin: req.stdin, stdout: req.stdout, stderr: req.stderr && !req.tty, tty: req.tty };
     return { url: this.server.register({ kind: 'exec', opts, run: (io) => execIn(this.runtime, req.container_id, req.cmd, io) }) };
   }
@@ -178,12 +233,7 @@ export class ProcessStreams {
         kind: 'portforward',
         podName: s.name,
         podUID: s.uid,
-        dial: (port) =>
-          new Promise((resolve, reject) => {
-            const sock = net.connect({ host: '127.0.0.1', port });
-            sock.once('connect', () => resolve(sock));
-            sock.once('error', reject);
-          }),
+        dial: (port) => (s.netns ? dialInNetns(s.netns, port) : dialHere(port)),
       }),
     };
   }

@@ -22,22 +22,12 @@ export const RULES: CauseRule[] = [
   // --- what nodelet does not do yet, by what was seen ---
   { cause: 'privileged containers run unprivileged (allowPrivileged is off by default; the kubelet allows them)', seen: /RTNETLINK answers: Operation not permitted/ },
   { cause: 'an emptyDir on tmpfs lost its sticky bit (1777) to a chmod (fixed after the run at 766f172)', seen: /mode of file \\?"\/test-volume\\?": dgtrwxrwxrwx" in container output/ },
-  { cause: 'no_new_privs (allowPrivilegeEscalation: false) not honoured by the process runtime (issue 15)', seen: /alpine-nnp-/ },
+  // bubblewrap sets no_new_privs on every sandbox it makes: a setuid helper cannot escalate, asked or not.
+  { cause: 'the process runtime cannot allow privilege escalation: bubblewrap sets no_new_privs on every container', seen: /alpine-nnp-/, agents: ['process'] },
   {
     cause: 'the process runtime shows supplementary groups and their files\' group (or an owner it does not map) as 65534: its user namespace maps only the container\'s uid and gid',
     seen: /owner [GU]ID of "[^"]*": 65534/,
   },
-  {
-    // Every pod of the process runtime is on the host's network: two agnhost servers on one port
-    // (8080, 80, 5000: a hook spec's handler pod and its hook pod, or two specs at once) cannot
-    // both listen; one exits and backs off. Run alone, the hook specs fail the same way.
-    cause: 'the process runtime\'s pods share the host\'s network: two servers on one fixed port (a spec\'s own pods, or parallel specs\') collide and one exits (per-pod networks: issue 15)',
-    seen: /BackOff: Back-off restarting failed container/,
-    agents: ['process'],
-  },
-
-  // --- and by what the spec tests, where its failure says no more than a timeout ---
-  { cause: 'sysctls not applied by the process runtime (issue 15)', spec: /Sysctls \[LinuxOnly\] should support sysctls/, agents: ['process'] },
 ];
 
 /** The first matching rule's cause, or "unexplained: <message>". */

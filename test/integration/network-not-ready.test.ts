@@ -1,22 +1,26 @@
-// A node whose runtime has no pod network yet (a containerd of its own with an empty CNI
-// directory, as on a node before its CNI plugin is installed): the node is NotReady saying why,
-// host-network pods run, other pods wait with the kubelet's NetworkNotReady event, and start
-// within seconds once the network is there. containerd only: the process runtime's pods share the
-// host's network, which is always ready (README).
-import { test, before, after } from 'node:test';
+// A node whose runtime has no pod network yet (a containerd of its own, or a process runtime, with
+// an empty CNI directory, as on a node before its CNI plugin is installed): the node is NotReady
+// saying why, host-network pods run, other pods wait with the kubelet's NetworkNotReady event, and
+// start within seconds once the network is there. Run on both runtimes.
+import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../support/agent.js';
 import { eventually } from '../support/cluster.js';
 import { container, core, createPod, getPod, podEvents, running, waitPod } from '../support/kube.js';
-import { privateContainerd, type PrivateContainerd } from '../support/runtimes.js';
+import { privateContainerd, processRuntimeWithoutNetwork, type RuntimeWithoutNetwork } from '../support/runtimes.js';
 
-let rt: PrivateContainerd;
+for (const [kind, make] of [
+  ['containerd', () => privateContainerd('nonet')],
+  ['process', () => processRuntimeWithoutNetwork('nonet')],
+] as Array<[string, () => Promise<RuntimeWithoutNetwork>]>) {
+describe(`on ${kind}`, () => {
+let rt: RuntimeWithoutNetwork;
 let agent: RunningAgent;
 let node: string;
 
 before(async () => {
-  rt = await privateContainerd('nonet');
-  node = uniqueNodeName('it-nonet');
+  rt = await make();
+  node = uniqueNodeName(`it-nonet-${kind}`);
   agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
 });
 after(async () => {
@@ -51,3 +55,5 @@ test('no pod network: the node is NotReady with the runtime\'s reason; host-netw
   assert.ok(rt.checkPodIP(started.status!.podIP!, started.status!.hostIP!), `a pod IP from the bridge (${started.status!.podIP})`);
   await eventually('the node Ready', 30_000, async () => ((await readyCondition())?.status === 'True' ? true : undefined));
 });
+});
+}

@@ -1,5 +1,5 @@
 // The same pod life cycle on nodelet's process runtime (`nodelet runtime serve`). Every case runs:
-// the process runtime shares the host's network, so the pod IP checked is the host's.
+// each pod has a network namespace of its own on the cluster's bridge, as on containerd.
 import { podLifecycleSuite } from '../support/suites/pod-lifecycle.js';
 import { processRuntime } from '../support/runtimes.js';
 

@@ -39,7 +39,7 @@ test('static pods: started from a manifest, restarted with the new spec when it 
   writeFileSync(join(pods, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: broken}\nspec:\n  containers:\n    - name: c\n');
   writeFileSync(join(pods, 'other.json'), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'other' }, spec: { containers: [{ name: 'c', image: env.testImage, command: ['sleep', '3600'] }] } }));
   const cfg = join(dir, 'nodelet.yaml');
-  writeFileSync(cfg, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nnodeName: standalone-test\nruntime: process\nprocessRuntime: {root: ${dir}/process, imagesDir: ${env.clusterDir}/images, socket: ${dir}/p.sock}\nstaticPodPath: ${pods}\npodLogRoot: ${dir}/logs\n`);
+  writeFileSync(cfg, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nnodeName: standalone-test\nruntime: process\nprocessRuntime: {root: ${dir}/process, imagesDir: ${env.clusterDir}/images, socket: ${dir}/p.sock, cniConfDir: ${env.clusterDir}/cni/net.d}\nstaticPodPath: ${pods}\npodLogRoot: ${dir}/logs\n`);
   // No kubeconfig: standalone. (startAgent passes the cluster's; an empty one means none.)
   const agent = await startAgent('standalone-test', ['--config', cfg, '--kubeconfig', '', '--pod-log-root', join(dir, 'logs')]);
   const list = async () => ((await (await fetch(`http://127.0.0.1:${agent.localPort}/pods`)).json()) as { items: V1Pod[] }).items;

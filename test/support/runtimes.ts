@@ -47,7 +47,9 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
   const launch = async (): Promise<ChildProcess> => {
     // Its log goes to a file beside its state, not into the test report.
     const log = openSync(join(dir, 'runtime.log'), 'a');
-    const child = spawn(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), '--log-format', 'json', ...extraArgs], {
+    // Its pods' networks on the cluster's bridge, addressed from the same pool as containerd's.
+    const cni = ['--cni-conf-dir', join(env.clusterDir, 'cni/net.d')];
+    const child = spawn(join(projectRoot, 'dist/src/cli/main.js'), ['runtime', 'serve', '--socket', socket, '--root', join(dir, 'root'), '--images-dir', join(env.clusterDir, 'images'), ...cni, '--log-format', 'json', ...extraArgs], {
       stdio: ['ignore', log, log],
     });
     closeSync(log);
@@ -64,8 +66,8 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
     endpoint: `unix://${socket}`,
     idScheme: 'nodelet-process',
     handler: 'process',
-    podNetwork: false,
-    checkPodIP: (ip, hostIP) => ip === hostIP,
+    podNetwork: true,
+    checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
     process: await launch(),
     async restart() {
       const old = handle.process;
@@ -95,7 +97,7 @@ export function processRuntimeAgentConfig(dir: string, socketName: string): { co
   // unix socket paths are limited to 107 bytes: a deep checkout puts the socket in the state directory.
   const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, socketName);
   const config = join(dir, 'config.yaml');
-  writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}}\n`);
+  writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}, cniConfDir: ${join(env.clusterDir, 'cni/net.d')}}\n`);
   return { config, root };
 }
 
@@ -105,11 +107,28 @@ export function resetProcessRuntime(root: string): void {
   if (r.status !== 0) console.error(`nodelet runtime reset --root ${root} exited ${r.status}`);
 }
 
-export interface PrivateContainerd extends TestRuntime {
-  /** Its CNI configuration directory, empty at start (the runtime's network is then not ready). */
+/** A runtime whose CNI configuration directory is empty at start (its network is then not ready). */
+export interface RuntimeWithoutNetwork extends TestRuntime {
   cniConfDir: string;
   /** Gives it the test cluster's pod network (the same bridge), as a node's CNI setup would. */
   addPodNetwork(): void;
+}
+
+export type PrivateContainerd = RuntimeWithoutNetwork;
+
+/** The process runtime with a CNI configuration directory of its own, empty at start. */
+export async function processRuntimeWithoutNetwork(tag: string): Promise<RuntimeWithoutNetwork & ProcessRuntimeHandle> {
+  const env = clusterEnv();
+  const cniConfDir = join(env.clusterDir, `process-${tag}`, 'net.d');
+  rmSync(cniConfDir, { recursive: true, force: true });
+  mkdirSync(cniConfDir, { recursive: true });
+  const rt = await processRuntime(tag, ['--cni-conf-dir', cniConfDir]);
+  return Object.assign(rt, {
+    cniConfDir,
+    addPodNetwork() {
+      copyFileSync(join(env.clusterDir, 'cni/net.d/10-nodelet.conflist'), join(cniConfDir, '10-nodelet.conflist'));
+    },
+  });
 }
 
 /**

@@ -70,6 +70,16 @@ export function servePortForward(conn: SpdyConnection, podName: string, podUID: 
 
   async function forward(errStream: SpdyStream, data: SpdyStream): Promise<void> {
     const port = Number(data.header('port'));
+    // What the client sends while the dial is under way is kept for the connection (a stream's
+    // events are not buffered; a dial through a relay takes a while).
+    const early: Buffer[] = [];
+    let earlyEnd: 'end' | 'reset' | undefined;
+    const keep = (b: Buffer) => early.push(b);
+    const keepEnd = () => (earlyEnd ??= 'end');
+    const keepReset = () => (earlyEnd = 'reset');
+    data.on('data', keep);
+    data.once('end', keepEnd);
+    data.once('reset', keepReset);
     let sock: Duplex;
     try {
       sock = await dial(port);
@@ -78,7 +88,14 @@ export function servePortForward(conn: SpdyConnection, podName: string, podUID: 
       errStream.end();
       data.end();
       return;
+    } finally {
+      data.off('data', keep);
+      data.off('end', keepEnd);
+      data.off('reset', keepReset);
     }
+    for (const b of early) sock.write(b);
+    if (earlyEnd === 'reset') sock.destroy();
+    else if (earlyEnd === 'end') sock.end();
     data.on('data', (b: Buffer) => {
       if (!sock.write(b)) sock.once('drain', () => undefined);
     });

@@ -40,7 +40,8 @@ const appletsOf = (bin) => execFileSync(bin, ['--list'], { encoding: 'utf8' }).s
 
 const images = [
   { name: 'nodelet.test/pause', tag: '1', rootfs: (dir) => place(pauseBin, dir, 'pause'), config: { Entrypoint: ['/pause'] } },
-  { name: 'nodelet.test/busybox', tag: '1', rootfs: (dir) => busybox(dir, '1'), config: { Cmd: ['sh'] } },
+  // With the keyctl probe the cluster setup builds beside the pause binary (the seccomp tests run it).
+  { name: 'nodelet.test/busybox', tag: '1', rootfs: (dir) => { busybox(dir, '1'); const probe = join(dirname(pauseBin), 'keyctl-probe'); if (pauseBin !== '-' && existsSync(probe)) place(probe, dir, 'bin/keyctl-probe'); }, config: { Cmd: ['sh'] } },
   // A second busybox with other content, so an image change in place is a real change of image ID.
   { name: 'nodelet.test/busybox', tag: '2', rootfs: (dir) => busybox(dir, '2'), config: { Cmd: ['sh'] } },
 ];

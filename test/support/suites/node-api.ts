@@ -268,7 +268,7 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
   });
 
   test('port-forward: an HTTP request through it is answered by the pod', async () => {
-    // Pods of the process runtime share the host's network: ports of their own, free ones.
+    // Each pod has a network of its own: agnhost's usual ports.
     const port = rt.podNetwork ? 8080 : await freePort();
     const udp = rt.podNetwork ? 8081 : await freePort();
     const pod = await createPod(node, 'web', { containers: [{ name: 'web', image: process.env.NODELET_AGNHOST_IMAGE ?? 'registry.k8s.io/e2e-test-images/agnhost:2.66.1', args: ['netexec', `--http-port=${port}`, `--udp-port=${udp}`] }] });
@@ -326,7 +326,7 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     const p = summary.pods.find((x: { podRef: { uid: string } }) => x.podRef.uid === pod.metadata!.uid);
     assert.deepEqual(p.podRef, { name: pod.metadata!.name, namespace: NS, uid: pod.metadata!.uid });
     assert.ok(p.containers[0].logs.usedBytes > 0, 'the container log is measured');
-    // The pod's own network namespace on containerd; the host's, shared, on the process runtime.
+    // The pod's own network namespace, on either runtime.
     assert.ok(p.network?.interfaces?.length > 0 && typeof p.network.rxBytes === 'number', JSON.stringify(p.network));
     if (rt.podNetwork) assert.equal(p.network.name, 'eth0');
     assert.ok(summary.node.network?.interfaces?.length > 0, JSON.stringify(summary.node.network));

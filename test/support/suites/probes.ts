@@ -32,7 +32,7 @@ export function probesSuite(makeRuntime: () => Promise<TestRuntime>): void {
   });
 
   const loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
-  // The process runtime's pods share the host's network: ports of their own for each run.
+  // Ports vary from run to run: no case depends on a fixed one.
   let nextPort = 20000 + Math.floor(Math.random() * 20000);
   const port = () => nextPort++;
 

@@ -1,0 +1,149 @@
+// A pod's network and namespaces on the real cluster: each pod a network namespace of its own on
+// the cluster's bridge (so pods can listen on one port at once), reached by the agent's probes and
+// by kubectl port-forward; containers of a pod sharing IPC, UTS and, when asked, PID; hostIPC,
+// hostPID and sysctls as the kubelet passes them; seccomp profiles (RuntimeDefault, Unconfined,
+// Localhost) applied to containers and to what is exec'd in them. One suite, run once per runtime.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import type { V1Pod } from '@kubernetes/client-node';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
+import { clusterEnv, eventually, freePort } from '../cluster.js';
+import { container, createPod, NS, running, waitPod } from '../kube.js';
+import type { TestRuntime } from '../runtimes.js';
+
+export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>): void {
+  const env = clusterEnv();
+  let rt: TestRuntime;
+  let agent: RunningAgent;
+  let node: string;
+
+  before(async () => {
+    rt = await makeRuntime();
+    node = uniqueNodeName(`it-iso-${rt.name}`);
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
+  });
+  after(async () => {
+    await cleanupAgent(agent, rt.endpoint);
+    await rt.stop();
+  });
+
+  const kubectl = (args: string[]) => {
+    const r = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8', timeout: 30_000 });
+    return { code: r.status, out: r.stdout ?? '', err: r.stderr ?? '' };
+  };
+  const exec = (pod: V1Pod, c: string, script: string) => kubectl(['exec', '-n', NS, pod.metadata!.name!, '-c', c, '--', 'sh', '-c', script]);
+
+  test('two pods serve on port 8080 at once, each on its own IP, reached by their readiness probes and by kubectl port-forward', async () => {
+    // One listens on every address (probes reach it by the pod IP); the other only on its own
+    // localhost, which port-forward reaches inside the pod's network namespace.
+    const web = (name: string, addr: string) =>
+      createPod(node, name, {
+        containers: [
+          container('web', `mkdir -p /www && echo "I am ${name} on $(hostname)" > /www/index.html && exec httpd -f -p ${addr}8080 -h /www`, {
+            readinessProbe: addr ? { exec: { command: ['wget', '-qO-', 'http://127.0.0.1:8080/'] }, periodSeconds: 1 } : { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 },
+          }),
+        ],
+      });
+    const [a, b] = await Promise.all([web('net-a', ''), web('net-b', '127.0.0.1:')]);
+    const ra = await waitPod(a, 'running and ready', 60_000, running);
+    const rb = await waitPod(b, 'running and ready', 60_000, running);
+    assert.notEqual(ra.status!.podIP, rb.status!.podIP);
+    for (const p of [ra, rb]) assert.ok(rt.checkPodIP(p.status!.podIP!, p.status!.hostIP!), `pod IP ${p.status!.podIP} from the bridge`);
+    // The node reaches the first by its IP; the second's listener is on its own loopback only.
+    assert.equal(await (await fetch(`http://${ra.status!.podIP}:8080/`)).text(), `I am net-a on ${ra.metadata!.name}\n`);
+    await assert.rejects(fetch(`http://${rb.status!.podIP}:8080/`, { signal: AbortSignal.timeout(5000) }));
+    for (const p of [ra, rb]) {
+      const local = await freePort();
+      const pf = spawn(env.kubectl, ['--kubeconfig', env.kubeconfig, 'port-forward', '-n', NS, `pod/${p.metadata!.name}`, `${local}:8080`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      try {
+        const body = await eventually('an answer through port-forward', 20_000, async () => {
+          const res = await fetch(`http://127.0.0.1:${local}/`).catch(() => undefined);
+          return res?.ok ? res.text() : undefined;
+        });
+        assert.equal(body, `I am ${p === ra ? 'net-a' : 'net-b'} on ${p.metadata!.name}\n`);
+      } finally {
+        pf.kill('SIGTERM');
+      }
+    }
+    // The pod's DNS config is its resolv.conf (the kubelet's ClusterFirst falls back to Default here).
+    const dns = await createPod(node, 'dns', { dnsPolicy: 'None', dnsConfig: { nameservers: ['192.0.2.53'], searches: ['example.test'], options: [{ name: 'ndots', value: '2' }] }, containers: [container('c', 'cat /etc/resolv.conf; sleep 3600')] });
+    await waitPod(dns, 'running', 60_000, running);
+    const resolv = exec(dns, 'c', 'cat /etc/resolv.conf');
+    assert.match(resolv.out, /nameserver 192\.0\.2\.53/);
+    assert.match(resolv.out, /search example\.test/);
+    assert.match(resolv.out, /options ndots:2/);
+  });
+
+  test('namespaces as asked: the pod\'s containers share IPC and UTS; shareProcessNamespace shares PID; hostPID, hostIPC and hostNetwork the node\'s; sysctls are the pod\'s', async () => {
+    const loop = 'trap "exit 0" TERM; while true; do sleep 0.2; done';
+    const shared = await createPod(node, 'ns-shared', {
+      shareProcessNamespace: true,
+      securityContext: { sysctls: [{ name: 'kernel.shm_rmid_forced', value: '1' }, { name: 'net.ipv4.ip_local_port_range', value: '40000 50000' }] },
+      containers: [container('a', `echo marker-a >/dev/null; exec sleep 3601`), container('b', loop, { securityContext: { runAsUser: 1000 } })],
+    });
+    const sp = await waitPod(shared, 'running', 60_000, running);
+    // b (not root) sees a's process; each sees the pod's hostname; the sysctls are set in the pod only.
+    assert.match(exec(sp, 'b', 'ps -o args').out, /sleep 3601/);
+    assert.equal(exec(sp, 'b', 'hostname').out.trim(), sp.metadata!.name);
+    assert.equal(exec(sp, 'a', 'cat /proc/sys/kernel/shm_rmid_forced').out.trim(), '1');
+    assert.equal(exec(sp, 'a', 'cat /proc/sys/net/ipv4/ip_local_port_range').out.trim().replace(/\s+/g, ' '), '40000 50000');
+    assert.notEqual(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().replace(/\s+/g, ' '), '40000 50000');
+    // Both containers are in one IPC namespace: a POSIX shared memory file made by a is seen by b.
+    assert.equal(exec(sp, 'a', 'echo from-a > /dev/shm/x && echo ok').out.trim(), 'ok');
+    assert.equal(exec(sp, 'b', 'cat /dev/shm/x').out.trim(), 'from-a');
+
+    // Without shareProcessNamespace each container has a PID namespace of its own.
+    const own = await createPod(node, 'ns-own', { containers: [container('a', 'exec sleep 3602'), container('b', loop)] });
+    const op = await waitPod(own, 'running', 60_000, running);
+    assert.doesNotMatch(exec(op, 'b', 'ps -o args').out, /sleep 3602/);
+
+    const host = await createPod(node, 'ns-host', { hostPID: true, hostIPC: true, hostNetwork: true, containers: [container('c', loop)] });
+    const hp = await waitPod(host, 'running', 60_000, running);
+    assert.equal(exec(hp, 'c', 'hostname').out.trim(), hostname());
+    assert.ok(Number(exec(hp, 'c', 'ps -o pid | wc -l').out.trim()) > 20, 'the node\'s processes are seen');
+    const ipc = spawnSync('readlink', ['/proc/self/ns/ipc'], { encoding: 'utf8' }).stdout.trim();
+    assert.equal(exec(hp, 'c', 'readlink /proc/self/ns/ipc').out.trim(), ipc);
+  });
+
+  test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {
+    const probe = 'keyctl-probe; unshare -U true && echo userns-allowed || echo userns-refused; grep "^Seccomp:" /proc/self/status; sleep 3600';
+    const profileDir = join(env.clusterDir, 'test-agents', node, 'seccomp');
+    mkdirSync(profileDir, { recursive: true });
+    // Everything allowed but mkdir and mkdirat, which fail with EACCES (13).
+    writeFileSync(join(profileDir, 'no-mkdir.json'), JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO', errnoRet: 13 }] }));
+    const pod = await createPod(node, 'seccomp', {
+      containers: [
+        container('default', probe, { securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }),
+        container('unconfined', probe, { securityContext: { seccompProfile: { type: 'Unconfined' } } }),
+        container('local', 'sleep 3600', { securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'no-mkdir.json' } } }),
+      ],
+    });
+    const p = await waitPod(pod, 'running', 60_000, running);
+    const logs = (c: string) => eventually(`${c}'s probe output`, 20_000, async () => {
+      const r = kubectl(['logs', '-n', NS, p.metadata!.name!, '-c', c]);
+      return /Seccomp:/.test(r.out) ? r.out : undefined;
+    });
+    const def = await logs('default');
+    assert.match(def, /keyctl: Operation not permitted/);
+    assert.match(def, /userns-refused/);
+    assert.match(def, /Seccomp:\s+2/);
+    const unc = await logs('unconfined');
+    assert.doesNotMatch(unc, /keyctl: Operation not permitted/);
+    assert.match(unc, /userns-allowed/);
+    assert.match(unc, /Seccomp:\s+0/);
+    // What is exec'd runs under the container's profile too.
+    assert.match(exec(p, 'default', 'keyctl-probe').out, /keyctl: Operation not permitted/);
+    const mk = exec(p, 'local', 'mkdir /tmp/x; echo rc=$?');
+    assert.match(mk.out + mk.err, /Permission denied/);
+    assert.match(mk.out, /rc=1/);
+    assert.match(exec(p, 'local', 'echo hi > /tmp/file && cat /tmp/file').out, /hi/);
+
+    const missing = await createPod(node, 'seccomp-missing', { containers: [container('c', 'sleep 3600', { securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'not-there.json' } } })] });
+    const waiting = await waitPod(missing, 'CreateContainerError', 60_000, (x) => (x.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerError' ? x.status.containerStatuses[0]!.state!.waiting! : undefined));
+    assert.match(waiting.message ?? '', /seccomp.*not-there\.json.*no such file or directory/);
+  });
+}

@@ -1,0 +1,111 @@
+// The process runtime's pods' networks and namespaces, the pure parts: which CNI configuration is
+// used, how a list of plugins is run (results chained, capabilities passed, DEL in reverse),
+// which sysctls a pod may set, and what a container's launch joins.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cni, findPlugin, loadNetworkList, podIPs, type PluginRunner } from '../../../src/procruntime/cni.js';
+import { launchArgv, type LaunchSpec } from '../../../src/procruntime/isolation.js';
+import { procStart } from '../../../src/procruntime/procfs.js';
+import { launchNamespaces, sysctlRefusal } from '../../../src/procruntime/sandbox-namespaces.js';
+
+test('the network configuration is the first valid file by name; a .conf is a list of one; none is an error naming the directory', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-cni-'));
+  assert.deepEqual(loadNetworkList(dir), { error: `no network config found in ${dir}` });
+  writeFileSync(join(dir, '20-b.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'b', plugins: [{ type: 'bridge' }, { type: 'portmap' }] }));
+  writeFileSync(join(dir, '10-a.conf'), JSON.stringify({ cniVersion: '0.4.0', name: 'a', type: 'ptp' }));
+  writeFileSync(join(dir, '05-broken.conflist'), '{not json');
+  writeFileSync(join(dir, 'README'), 'not a config');
+  const l = loadNetworkList(dir);
+  assert.ok('list' in l);
+  assert.deepEqual(l.list, { cniVersion: '0.4.0', name: 'a', plugins: [{ cniVersion: '0.4.0', name: 'a', type: 'ptp' }] });
+});
+
+test('ADD runs each plugin with the previous result and the capabilities it declares; DEL runs them in reverse with the cached result; a CNI error is the call\'s', async () => {
+  const bin = mkdtempSync(join(tmpdir(), 'nodelet-cni-bin-'));
+  for (const p of ['bridge', 'portmap']) {
+    writeFileSync(join(bin, p), '#!/bin/sh\n');
+    chmodSync(join(bin, p), 0o755);
+  }
+  assert.equal(findPlugin(['/nonexistent', bin], 'bridge'), join(bin, 'bridge'));
+  assert.equal(findPlugin([bin], '../bridge'), undefined, 'a type is a name, never a path');
+  const calls: Array<{ plugin: string; command: string; conf: Record<string, unknown>; env: Record<string, string> }> = [];
+  const result = { cniVersion: '1.0.0', interfaces: [{ name: 'br' }, { name: 'eth0', sandbox: '/ns' }], ips: [{ address: 'fd00::5/64', interface: 1 }, { address: '10.0.0.5/24', interface: 1 }, { address: '10.9.9.9/24', interface: 0 }] };
+  const runner: PluginRunner = async (path, env, stdin) => {
+    const conf = JSON.parse(stdin) as Record<string, unknown>;
+    calls.push({ plugin: path.split('/').pop()!, command: env.CNI_COMMAND!, conf, env });
+    if (path.endsWith('portmap') && env.CNI_COMMAND === 'ADD') return { code: 0, stdout: JSON.stringify(conf.prevResult), stderr: '' };
+    return { code: 0, stdout: env.CNI_COMMAND === 'ADD' ? JSON.stringify(result) : '', stderr: '' };
+  };
+  const cni = new Cni([bin], runner);
+  const list = { cniVersion: '1.0.0', name: 'net', plugins: [{ type: 'bridge', bridge: 'br0' }, { type: 'portmap', capabilities: { portMappings: true } }] };
+  const a = { containerId: 'sb1', netns: '/ns', ifname: 'eth0', args: 'K8S_POD_NAME=p', capabilities: { portMappings: [{ hostPort: 80, containerPort: 8080, protocol: 'tcp', hostIP: '' }] } };
+  const got = await cni.add(list, a);
+  assert.deepEqual(podIPs(got), ['10.0.0.5', 'fd00::5'], 'the pod\'s interface, IPv4 first');
+  assert.deepEqual(calls.map((c) => `${c.command} ${c.plugin}`), ['ADD bridge', 'ADD portmap']);
+  assert.equal(calls[0]!.conf.prevResult, undefined);
+  assert.equal(calls[0]!.conf.runtimeConfig, undefined, 'bridge asked for no capability');
+  assert.deepEqual(calls[1]!.conf.runtimeConfig, { portMappings: a.capabilities.portMappings });
+  assert.equal(calls[1]!.conf.capabilities, undefined);
+  assert.deepEqual(calls[1]!.conf.prevResult, result);
+  assert.equal(calls[0]!.conf.name, 'net');
+  assert.deepEqual([calls[0]!.env.CNI_NETNS, calls[0]!.env.CNI_IFNAME, calls[0]!.env.CNI_CONTAINERID, calls[0]!.env.CNI_ARGS, calls[0]!.env.CNI_PATH], ['/ns', 'eth0', 'sb1', 'K8S_POD_NAME=p', bin]);
+  calls.length = 0;
+  await cni.del(list, a, got);
+  assert.deepEqual(calls.map((c) => `${c.command} ${c.plugin}`), ['DEL portmap', 'DEL bridge']);
+  assert.deepEqual(calls[0]!.conf.prevResult, got);
+
+  const failing = new Cni([bin], async () => ({ code: 1, stdout: JSON.stringify({ code: 11, msg: 'failed to allocate for range 0', details: '10.0.0.0/30 is full' }), stderr: '' }));
+  await assert.rejects(failing.add(list, a), /plugin type="bridge" failed \(add\): failed to allocate for range 0: 10\.0\.0\.0\/30 is full/);
+  await assert.rejects(new Cni(['/nonexistent']).add(list, a), /failed to find plugin "bridge" in path \[\/nonexistent\]/);
+});
+
+test('sysctls: only namespaced ones, and only in a namespace the pod has of its own (runc\'s rule)', () => {
+  const own = { net: '/n', ipc: '/i', uts: '/u' };
+  assert.equal(sysctlRefusal('kernel.shm_rmid_forced', own), undefined);
+  assert.equal(sysctlRefusal('net.ipv4.ip_local_port_range', own), undefined);
+  assert.equal(sysctlRefusal('fs.mqueue.msg_max', own), undefined);
+  assert.equal(sysctlRefusal('vm.swappiness', own), 'sysctl "vm.swappiness" is not in a separate kernel namespace');
+  assert.equal(sysctlRefusal('net.ipv4.tcp_syncookies', { ipc: '/i' }), 'sysctl "net.ipv4.tcp_syncookies" not allowed in host network namespace');
+  assert.equal(sysctlRefusal('kernel.msgmax', { net: '/n' }), 'sysctl "kernel.msgmax" not allowed in host IPC namespace');
+  assert.match(sysctlRefusal('net.ipv4.x/../../../y', own)!, /is not a valid name/);
+});
+
+test('a container joins the pod\'s namespaces (nsenter, as root, before the user switch); its PID namespace is its own, the pod\'s or the node\'s as asked', () => {
+  const ns = { net: '/sb/ns/net', ipc: '/sb/ns/ipc', uts: '/sb/ns/uts', shm: '/sb/ns/shm', podProc: '/sb/ns/proc', pidHolder: { pid: process.pid, pidStart: undefined as string | undefined }, ips: [] };
+  const sandbox = { namespaces: ns, config: {} };
+  const own = launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'CONTAINER' } } } } as never);
+  assert.ok(own && typeof own === 'object');
+  const spec = (user?: { uid: number; gid: number; groups: number[] }, n = own): LaunchSpec => ({ rootfs: '/r', argv: ['app'], env: [], cwd: '/', hostname: 'p', mounts: [], statusFd: 3, user, namespaces: n });
+  const argv = launchArgv('bubblewrap', spec());
+  assert.deepEqual(argv.slice(0, 6), ['nsenter', '--net=/sb/ns/net', '--ipc=/sb/ns/ipc', '--uts=/sb/ns/uts', '--', 'bwrap']);
+  assert.ok(argv.includes('--unshare-pid') && argv.includes('--as-pid-1'));
+  assert.ok(!argv.includes('--unshare-ipc') && !argv.includes('--unshare-uts') && !argv.includes('--hostname'), 'IPC and UTS are the pod\'s');
+  assert.deepEqual(argv.slice(argv.indexOf('/dev') - 1, argv.indexOf('/dev') + 4), ['--dev', '/dev', '--bind', '/sb/ns/shm', '/dev/shm']);
+
+  // The pod's PID namespace: its holder is started with a start time that must still match.
+  ns.pidHolder.pidStart = readStart(process.pid);
+  const shared = launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'POD' } } } } as never);
+  assert.ok(shared && typeof shared === 'object' && shared.pid === 'POD');
+  const root = launchArgv('bubblewrap', spec(undefined, shared));
+  assert.ok(root.includes(`--pid=/proc/${process.pid}/ns/pid`) && !root.includes('--unshare-pid'));
+  assert.ok(root.includes('--proc'), 'root mounts a procfs of the pod\'s PID namespace');
+  const user = launchArgv('bubblewrap', spec({ uid: 1000, gid: 1000, groups: [] }, shared));
+  assert.ok(user.indexOf('nsenter') < user.indexOf('setpriv') && user.indexOf('setpriv') < user.indexOf('bwrap'), 'namespaces are joined as root');
+  assert.deepEqual(user.slice(user.indexOf('/sb/ns/proc') - 1, user.indexOf('/sb/ns/proc') + 2), ['--bind', '/sb/ns/proc', '/proc']);
+  assert.ok(!user.includes('--proc'));
+
+  ns.pidHolder.pidStart = 'not-its-start';
+  assert.match(String(launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'POD' } } } } as never)), /PID namespace is gone/);
+  const node = launchNamespaces({ namespaces: { ips: [] }, config: {} }, { linux: { security_context: { namespace_options: { pid: 'NODE' } } } } as never);
+  const onNode = launchArgv('bubblewrap', spec(undefined, node as never));
+  assert.equal(onNode[0], 'bwrap', 'nothing to join: the node\'s network, IPC and UTS');
+  assert.ok(!onNode.includes('--unshare-pid'));
+  assert.equal(launchNamespaces({ config: {} }, {} as never), undefined, 'a sandbox without namespaces (proot\'s)');
+});
+
+function readStart(pid: number): string {
+  return procStart(pid)!;
+}

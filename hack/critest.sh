@@ -20,7 +20,7 @@ trap 'kill -TERM $rt 2>/dev/null; wait $rt 2>/dev/null; "$TOP/dist/src/cli/main.
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 cat >"$out/images.yaml" <<YAML
 defaultTestContainerImage: nodelet.test/busybox:1
-webServerTestImage: nodelet.test/busybox:1
+webServerTestImage: registry.k8s.io/e2e-test-images/nginx:1.14-2
 YAML
 # Nothing is skipped by default (each pod has a network namespace of its own, so the specs that
 # create a bridge in it touch nothing of the host's); CRITEST_SKIP may name some.

@@ -64,6 +64,22 @@ if (flags.critest) {
     bb(`${staging}/test-image-predefined-group`, 'latest', 'critest predefined-group', { User: '1000' }),
     // One image known under two registries: one archive, two names.
     { ...bb('registry.k8s.io/pause', '3.9', 'critest pause'), alsoNamed: ['k8s.gcr.io/pause:3.9'] },
+    ...[
+      ['registry.k8s.io/e2e-test-images/nginx', '1.14-2', 80, 'nginx'],
+      ['registry.k8s.io/e2e-test-images/httpd', '2.4.39-4', 80, 'httpd'],
+      [`${staging}/hostnet-nginx-amd64`, 'latest', 12003, 'nginx'],
+    ].map(([name, tag, port, server]) => ({
+      name,
+      tag,
+      rootfs: (dir) => {
+        busybox(dir, `critest ${server} ${port}`);
+        mkdirSync(join(dir, 'usr/sbin'), { recursive: true });
+        writeFileSync(join(dir, 'usr/sbin/nginx'), webServer(port, server));
+        chmodSync(join(dir, 'usr/sbin/nginx'), 0o755);
+      },
+      // nginx's title is in its command line ("master process"), which a spec looks for in /proc/1.
+      config: { Cmd: ['/usr/sbin/nginx', 'master process'] },
+    })),
   );
 }
 
@@ -141,6 +157,27 @@ function place(src, dir, rel) {
 
 // Debian's static busybox has no pgrep applet, and critest's exec checks run `pgrep -f`: a small
 // one in sh (full command line with -f, else the process name; extended regex; never itself).
+// Debian's busybox has no ipcs: the shared memory segments of the caller's IPC namespace, read
+// from /proc/sysvipc/shm in util-linux's columns (critest's IPC specs look for a segment's ID).
+const IPCS = `#!/bin/sh
+echo "------ Shared Memory Segments --------"
+echo "key        shmid      owner      perms      bytes      nattch     status"
+awk 'NR > 1 { printf "0x%08x %-10s %-10s %-10s %-10s %-10s\\n", $1, $2, $8, $3, $4, $7 }' /proc/sysvipc/shm
+`;
+
+// critest's web server images (nginx, and one on the host's network) cannot be had offline:
+// busybox's httpd stands in, under their name, with nginx's pid file, a page on the port and a
+// first log line naming the server, as theirs do.
+const webServer = (port, name) => `#!/bin/sh
+echo "${name}: serving on port ${port}" >&2
+mkdir -p /var/run /usr/share/nginx/html
+[ -f /usr/share/nginx/html/index.html ] || echo '<h1>Welcome to nginx!</h1>' > /usr/share/nginx/html/index.html
+echo $$ > /var/run/nginx.pid
+httpd -f -p ${port} -h /usr/share/nginx/html &
+trap 'kill $!; exit 0' TERM INT
+wait
+`;
+
 const PGREP = `#!/bin/sh
 full=
 [ "$1" = -f ] && { full=1; shift; }
@@ -169,6 +206,10 @@ function busybox(dir, version, files = {}, bin = busyboxBin) {
   if (!applets.includes('pgrep')) {
     writeFileSync(join(dir, 'bin/pgrep'), PGREP);
     chmodSync(join(dir, 'bin/pgrep'), 0o755);
+  }
+  if (!applets.includes('ipcs')) {
+    writeFileSync(join(dir, 'bin/ipcs'), IPCS);
+    chmodSync(join(dir, 'bin/ipcs'), 0o755);
   }
   writeFileSync(join(dir, 'etc/passwd'), files.passwd ?? 'root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www-data:/var/www:/bin/false\nuser1000:x:1000:1000::/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
   // Group 50000 holds user 1000 (critest's "predefined group" check).

@@ -10,6 +10,8 @@ import { SPDY_HEADER_DICTIONARY } from '../../../src/cri/streaming/spdy-dictiona
 import { SpdyConnection } from '../../../src/cri/streaming/spdy.js';
 import { serveRemoteCommand, statusOf } from '../../../src/cri/streaming/remotecommand.js';
 import { negotiate } from '../../../src/cri/streaming/server.js';
+import { servePortForward } from '../../../src/cri/streaming/portforward.js';
+import { Duplex } from 'node:stream';
 
 function pass(z: zlib.Deflate | zlib.Inflate, b: Buffer): Promise<Buffer> {
   return new Promise((resolve) => {
@@ -171,4 +173,38 @@ test('a WebSocket message sent in fragments is one message; pings are answered',
   assert.deepEqual(got, ['hello']);
   client.destroy();
   close();
+});
+
+test('port-forward: what the client sends while a slow dial is under way reaches the pod, and the answer comes back', async () => {
+  const { server, client, close } = await pair();
+  const conn = new SpdyConnection(server);
+  const c = new Client(client);
+  let received = '';
+  // A dialer that takes a while (as the process runtime's relay into a network namespace does).
+  servePortForward(conn, 'pod', 'uid', async (port) => {
+    await new Promise((r) => setTimeout(r, 200));
+    const stream = new Duplex({
+      read: () => undefined,
+      write: (chunk: Buffer, _e, cb) => {
+        received += chunk.toString();
+        if (received.endsWith('\n')) stream.push(`port ${port} got ${received.trim()}`);
+        cb();
+      },
+    });
+    return stream;
+  });
+  try {
+    await c.open(1, { streamtype: 'error', port: '8080', requestid: '0' });
+    await c.open(3, { streamtype: 'data', port: '8080', requestid: '0' });
+    await c.until(() => c.frames.find((f) => f.control && f.type === 2 && f.id === 3));
+    c.data(3, Buffer.from('early\n'), false);
+    // Lost, it would never be answered: wait a bounded time.
+    await Promise.race([c.until(() => (c.received(3).length > 0 ? true : undefined)), new Promise((r) => setTimeout(r, 3000))]);
+    assert.equal(c.received(3), 'port 8080 got early');
+    assert.equal(c.received(1), '', 'no error');
+  } finally {
+    client.destroy();
+    server.destroy();
+    close();
+  }
 });

@@ -52,12 +52,20 @@ export function sysctlNamespace(key: string): 'net' | 'ipc' | 'uts' | undefined 
   return undefined;
 }
 
+/** A sysctl's path under /proc/sys: dots separate, and a slash is a dot of a name (eno2/100 is eno2.100). */
+export function sysctlPath(key: string): string {
+  return key
+    .split('.')
+    .map((seg) => seg.replace(/\//g, '.'))
+    .join('/');
+}
+
 /** Why a sysctl cannot be set for this pod (runc's words), or undefined. */
 export function sysctlRefusal(key: string, ns: Pick<SandboxNamespaces, 'net' | 'ipc' | 'uts'>): string | undefined {
   const where = sysctlNamespace(key);
   if (!where) return `sysctl "${key}" is not in a separate kernel namespace`;
   if (!ns[where]) return `sysctl "${key}" not allowed in host ${where === 'net' ? 'network' : where.toUpperCase()} namespace`;
-  if (!/^[a-z0-9_.-]+$/i.test(key)) return `sysctl "${key}" is not a valid name`;
+  if (!/^[a-z0-9_.\/-]+$/i.test(key) || sysctlPath(key).split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) return `sysctl "${key}" is not a valid name`;
   return undefined;
 }
 
@@ -146,7 +154,7 @@ export class SandboxNamespaceManager {
   private async setSysctls(ns: SandboxNamespaces, sysctls: Record<string, string>): Promise<void> {
     for (const [key, value] of Object.entries(sysctls)) {
       const where = sysctlNamespace(key)!;
-      const path = `/proc/sys/${key.replace(/\./g, '/')}`;
+      const path = `/proc/sys/${sysctlPath(key)}`;
       try {
         await run('nsenter', [`--${where}=${ns[where]}`, '--', 'sh', '-c', 'printf "%s" "$2" > "$1"', 'sh', path, value]);
       } catch (err) {

@@ -6,6 +6,7 @@ import type { PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/type
 import { EventReasons, podRef } from '../kube/object-ref.js';
 import type { RuntimeManagerDeps } from './deps.js';
 import { DEFAULT_SECCOMP, seccompProfile } from './security-profiles.js';
+import { normalizeSysctl } from '../pods/sysctls.js';
 import { podDns } from './dns.js';
 import { newPodAnnotations, newPodLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
 import { isHostNetworkPod, networkNamespaceForPod } from './pod-actions.js';
@@ -59,7 +60,8 @@ export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogR
         // The pod's own profile (a container's is its own business).
         seccomp: seccompProfile(pod, undefined, deps.seccomp ?? DEFAULT_SECCOMP),
       },
-      sysctls: Object.fromEntries((spec.securityContext?.sysctls ?? []).map((s) => [s.name, s.value])),
+      // As the kubelet: names with slashes (kernel/shm_rmid_forced) go to the runtime with dots.
+      sysctls: Object.fromEntries((spec.securityContext?.sysctls ?? []).map((s) => [normalizeSysctl(s.name), s.value])),
     },
   };
   // runc cannot set a hostname without its own UTS namespace; the kubelet sends none for host-network pods.

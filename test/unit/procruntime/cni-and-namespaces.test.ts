@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Cni, findPlugin, loadNetworkList, podIPs, type PluginRunner } from '../../../src/procruntime/cni.js';
 import { launchArgv, type LaunchSpec } from '../../../src/procruntime/isolation.js';
 import { procStart } from '../../../src/procruntime/procfs.js';
-import { launchNamespaces, sysctlRefusal } from '../../../src/procruntime/sandbox-namespaces.js';
+import { launchNamespaces, sysctlPath, sysctlRefusal } from '../../../src/procruntime/sandbox-namespaces.js';
 
 test('the network configuration is the first valid file by name; a .conf is a list of one; none is an error naming the directory', () => {
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-cni-'));
@@ -71,6 +71,11 @@ test('sysctls: only namespaced ones, and only in a namespace the pod has of its 
   assert.equal(sysctlRefusal('net.ipv4.tcp_syncookies', { ipc: '/i' }), 'sysctl "net.ipv4.tcp_syncookies" not allowed in host network namespace');
   assert.equal(sysctlRefusal('kernel.msgmax', { net: '/n' }), 'sysctl "kernel.msgmax" not allowed in host IPC namespace');
   assert.match(sysctlRefusal('net.ipv4.x/../../../y', own)!, /is not a valid name/);
+  assert.match(sysctlRefusal('net.ipv4..tcp', own)!, /is not a valid name/);
+  // A slash is a dot of a name: net.ipv4.conf.eno2/100.rp_filter is /proc/sys/net/ipv4/conf/eno2.100/rp_filter.
+  assert.equal(sysctlRefusal('net.ipv4.conf.eno2/100.rp_filter', own), undefined);
+  assert.equal(sysctlPath('net.ipv4.conf.eno2/100.rp_filter'), 'net/ipv4/conf/eno2.100/rp_filter');
+  assert.equal(sysctlPath('kernel.shm_rmid_forced'), 'kernel/shm_rmid_forced');
 });
 
 test('a container joins the pod\'s namespaces (nsenter, as root, before the user switch); its PID namespace is its own, the pod\'s or the node\'s as asked', () => {

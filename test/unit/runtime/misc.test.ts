@@ -8,6 +8,7 @@ import { hashContainer, legacyHashContainer } from '../../../src/runtime/hash.js
 import { isNodeCriticalPod, milliCPUToQuota, milliCPUToShares, oomScoreAdj, podQOSClass } from '../../../src/runtime/resources.js';
 import { effectivePullPolicy, validImageName } from '../../../src/images/image-manager.js';
 import { bytes, milliCPU } from '../../../src/util/quantity.js';
+import { generatePodSandboxConfig } from '../../../src/runtime/sandbox.js';
 
 test('labels and annotations written on a container read back what a restarted agent needs', () => {
   const pod = { metadata: { name: 'p', namespace: 'ns', uid: 'u', deletionGracePeriodSeconds: 7 }, spec: { terminationGracePeriodSeconds: 30, containers: [] } };
@@ -136,4 +137,10 @@ test('OOM score as the kubelet sets it: Burstable never below 3 nor 1000, a side
   assert.equal(oomScoreAdj(p, c(p), gi), -997);
   p = burstable('1', { priorityClassName: 'system-node-critical', priority: 1000 });
   assert.equal(oomScoreAdj(p, c(p), gi), 999, 'not critical by priority, not static: Burstable');
+});
+
+test('sandbox sysctls go to the runtime with dots, as the kubelet normalizes them', () => {
+  const pod = { metadata: { name: 'p', namespace: 'n', uid: 'u' }, spec: { containers: [], securityContext: { sysctls: [{ name: 'kernel/shm_rmid_forced', value: '1' }, { name: 'net.ipv4.conf.eno2/100.rp_filter', value: '0' }, { name: 'net/ipv4/conf/eno2.100/rp_filter', value: '2' }] } } } as V1Pod;
+  const cfg = generatePodSandboxConfig({ podLogRoot: '/logs', nodeName: 'node', allowPrivileged: false, dns: { clusterDNS: [], clusterDomain: 'cluster.local', resolvConf: '' } }, pod, 0);
+  assert.deepEqual(cfg.linux?.sysctls, { 'kernel.shm_rmid_forced': '1', 'net.ipv4.conf.eno2/100.rp_filter': '2' });
 });

@@ -22,6 +22,7 @@ export const RULES: CauseRule[] = [
   // --- what nodelet does not do yet, by what was seen ---
   { cause: 'privileged containers run unprivileged (allowPrivileged is off by default; the kubelet allows them)', seen: /RTNETLINK answers: Operation not permitted/ },
   { cause: 'an emptyDir on tmpfs lost its sticky bit (1777) to a chmod (fixed after the run at 766f172)', seen: /mode of file \\?"\/test-volume\\?": dgtrwxrwxrwx" in container output/ },
+  { cause: 'sysctl names with slashes went to the runtime as written, which the process runtime refused (the agent sends them with dots, as the kubelet, since b0adb17)', spec: /sysctls with slashes as separator/, agents: ['process'] },
   // bubblewrap sets no_new_privs on every sandbox it makes: a setuid helper cannot escalate, asked or not.
   { cause: 'the process runtime cannot allow privilege escalation: bubblewrap sets no_new_privs on every container', seen: /alpine-nnp-/, agents: ['process'] },
   {

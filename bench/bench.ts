@@ -41,9 +41,9 @@ const core = kc.makeApiClient(k8s.CoreV1Api);
 
 /**
  * A pod probed as real workloads are: an exec liveness probe and an httpGet readiness probe, every
- * 10 s, against busybox's httpd on a port of its own (the process runtime's pods share the host's network).
+ * 10 s, against busybox's httpd on port 8080 of the pod's own network (on either runtime).
  */
-function probedPodSpec(node: string, name: string, port: number): k8s.V1Pod {
+function probedPodSpec(node: string, name: string, port = 8080): k8s.V1Pod {
   const pod = podSpec(node, name, 'probed');
   const c = pod.spec!.containers[0]!;
   c.command = ['sh', '-c', `mkdir -p /tmp/www && echo ok > /tmp/www/index.html && httpd -f -p ${port} -h /tmp/www & trap 'exit 0' TERM; sleep 3600 & wait`];
@@ -158,9 +158,8 @@ async function createMany(node: string, group: string, n: number): Promise<Map<s
 }
 
 async function createProbed(node: string, n: number): Promise<string[]> {
-  const base = 21000 + Math.floor(Math.random() * 20000);
   const names = Array.from({ length: n }, (_, i) => `probed-${i}-${randomUUID().slice(0, 6)}`);
-  await Promise.all(names.map((name, i) => core.createNamespacedPod({ namespace: 'default', body: probedPodSpec(node, name, base + i) })));
+  await Promise.all(names.map((name) => core.createNamespacedPod({ namespace: 'default', body: probedPodSpec(node, name) })));
   return names;
 }
 

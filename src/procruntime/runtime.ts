@@ -43,7 +43,7 @@ import { execPlan, runExecSync, type ExecPlan } from './exec.js';
 import { detectIsolation, launchArgv, type Isolation, type LaunchNamespaces, type LaunchSpec } from './isolation.js';
 import { launchNamespaces, SandboxNamespaceManager } from './sandbox-namespaces.js';
 import { forward } from './log-forwarder.js';
-import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
+import { cgroupLimits, containerArgv, launchSpec, mountProcOf, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
 import { containerSeccompProgram } from './seccomp/container.js';
 import { stopContainerProcess } from './container-stop.js';
 import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
@@ -326,9 +326,11 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const dir = this.cdir(c.id);
     c.rootfsMounted = await prepareRootfs(dir, await this.images.rootfs(img));
     const podResolv = join(this.store.sandboxDir(s.id), 'resolv.conf');
-    const joined = launchNamespaces(s, c.config);
+    const joined = launchNamespaces(s, c.config, (id) => this.findContainer(id));
     if (typeof joined === 'string') await this.failStart(c, joined);
     const namespaces = joined as LaunchNamespaces | undefined;
+    // A user that cannot mount the joined PID namespace's procfs (a target's) gets one mounted here.
+    if (namespaces?.pid === 'POD' && !namespaces.podProc && (c.user?.uid ?? 0) !== 0) namespaces.podProc = await mountProcOf(namespaces.podPid!, dir);
     const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, isolation: this.isolation, namespaces });
     if ('missing' in prepared) await this.failStart(c, prepared.missing);
     const spec = (prepared as { spec: LaunchSpec }).spec;
@@ -382,6 +384,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.closeStdin(c.id);
     killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
+    if (c.launch?.namespaces?.podProc === join(this.cdir(c.id), 'proc')) await run('umount', ['-l', c.launch.namespaces.podProc]).catch(() => undefined);
     for (const m of c.launch?.mounts ?? []) {
       if (m.hostPath.startsWith(join(this.cdir(c.id), 'mounts'))) await run('umount', ['-l', m.hostPath]).catch(() => undefined);
     }

@@ -236,14 +236,27 @@ export async function removeNamespaceDir(dir: string): Promise<void> {
 
 /**
  * What a container of the sandbox joins: the pod's namespaces, and its PID namespace as its own
- * config asks (CONTAINER, POD or NODE). A string is why it cannot start. Undefined for a sandbox
- * without namespaces (proot's, or an older runtime's): the container then makes its own.
+ * config asks (CONTAINER, POD, NODE, or TARGET: another container's, as an ephemeral container
+ * debugging it). A string is why it cannot start. Undefined for a sandbox without namespaces
+ * (proot's, or an older runtime's): the container then makes its own.
  */
-export function launchNamespaces(s: { namespaces?: SandboxNamespaces; config: PodSandboxConfig }, config: ContainerConfig): LaunchNamespaces | string | undefined {
+export function launchNamespaces(
+  s: { namespaces?: SandboxNamespaces; config: PodSandboxConfig },
+  config: ContainerConfig,
+  target: (id: string) => { pid?: number; pidStart?: string } | undefined = () => undefined,
+): LaunchNamespaces | string | undefined {
   const ns = s.namespaces;
   if (!ns) return undefined;
-  const asked = (config.linux?.security_context?.namespace_options?.pid ?? s.config.linux?.security_context?.namespace_options?.pid ?? 'CONTAINER') as string;
+  const opts = config.linux?.security_context?.namespace_options;
+  const asked = (opts?.pid ?? s.config.linux?.security_context?.namespace_options?.pid ?? 'CONTAINER') as string;
+  const shared = { net: ns.net, ipc: ns.ipc, uts: ns.uts, shm: ns.shm };
+  if (asked === 'TARGET') {
+    const t = target(opts?.target_id ?? '');
+    if (!t || t.pid === undefined || !processRunning(t)) return `the target container ${JSON.stringify(opts?.target_id ?? '')} is not running`;
+    // Its PID namespace joined as the pod's would be; a user that cannot mount its procfs gets one the runtime mounts.
+    return { ...shared, pid: 'POD', podPid: t.pid };
+  }
   const pid = asked === 'POD' || asked === 'NODE' ? asked : 'CONTAINER';
   if (pid === 'POD' && (!ns.pidHolder || !processRunning(ns.pidHolder))) return 'the pod\'s PID namespace is gone (its sandbox was not created to share one, or its holder ended)';
-  return { net: ns.net, ipc: ns.ipc, uts: ns.uts, shm: ns.shm, pid, podPid: pid === 'POD' ? ns.pidHolder!.pid : undefined, podProc: pid === 'POD' ? ns.podProc : undefined };
+  return { ...shared, pid, podPid: pid === 'POD' ? ns.pidHolder!.pid : undefined, podProc: pid === 'POD' ? ns.podProc : undefined };
 }

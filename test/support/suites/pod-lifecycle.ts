@@ -271,7 +271,7 @@ test('changing a container image in place: killed as "definition changed" and st
   assert.equal(killing?.involvedObject.fieldPath, 'spec.containers{c}');
 });
 
-test('an ephemeral container added to a running pod runs (once), beside the others, in the target\'s PID namespace where the runtime has them', async () => {
+test('an ephemeral container added to a running pod runs (once), beside the others, in the target\'s PID namespace', async () => {
   const created = await createPod(node, 'debug', { containers: [container('app', loop)] });
   const pod = await waitPod(created, 'Running', 30_000, running);
   await core.patchNamespacedPodEphemeralcontainers(
@@ -290,6 +290,9 @@ test('an ephemeral container added to a running pod runs (once), beside the othe
   const id = es.containerID!.replace(`${rt.idScheme}://`, '');
   const out = await cri.execSync(id, ['echo', 'marco'], 10);
   assert.equal(Buffer.from(out.stdout).toString().trim(), 'marco');
+  // In the target's PID namespace: the app's loop is among its processes.
+  const ps = await cri.execSync(id, ['ps', '-o', 'args'], 10);
+  assert.match(Buffer.from(ps.stdout).toString(), /while true; do sleep 0\.2; done/);
   const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'debugger', '0.log');
   await eventually('its output in its log', 10_000, async () => (existsSync(log) && readFileSync(log, 'utf8').includes('polo') ? true : undefined));
   assert.ok((await podEvents(pod)).some((e) => e.reason === 'Started' && e.involvedObject.fieldPath === 'spec.ephemeralContainers{debugger}'));

@@ -109,6 +109,11 @@ test('a container joins the pod\'s namespaces (nsenter, as root, before the user
   assert.equal(onNode[0], 'bwrap', 'nothing to join: the node\'s network, IPC and UTS');
   assert.ok(!onNode.includes('--unshare-pid'));
   assert.equal(launchNamespaces({ config: {} }, {} as never), undefined, 'a sandbox without namespaces (proot\'s)');
+  // TARGET: an ephemeral container joins the running target's PID namespace; a target gone is the start's error.
+  const target = { linux: { security_context: { namespace_options: { pid: 'TARGET', target_id: 'app' } } } } as never;
+  const joinedTarget = launchNamespaces(sandbox, target, (id) => (id === 'app' ? { pid: process.pid, pidStart: readStart(process.pid) } : undefined));
+  assert.ok(joinedTarget && typeof joinedTarget === 'object' && joinedTarget.pid === 'POD' && joinedTarget.podPid === process.pid);
+  assert.match(String(launchNamespaces(sandbox, target, () => undefined)), /target container "app" is not running/);
 });
 
 function readStart(pid: number): string {

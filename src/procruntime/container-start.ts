@@ -48,14 +48,6 @@ export async function prepareRootfs(dir: string, lower: string): Promise<boolean
   }
 }
 
-/** A procfs of the PID namespace `pid` is in, mounted at <dir>/proc (for a user who cannot mount one of it). */
-export async function mountProcOf(pid: number, dir: string): Promise<string> {
-  const at = join(dir, 'proc');
-  await mkdir(at, { recursive: true });
-  await run('nsenter', [`--pid=/proc/${pid}/ns/pid`, '--', 'mount', '-t', 'proc', '-o', 'nosuid,nodev,noexec', 'proc', at]);
-  return at;
-}
-
 export interface LaunchInput {
   container: ContainerRecord;
   sandbox: PodSandboxConfig;

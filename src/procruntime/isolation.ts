@@ -188,10 +188,9 @@ export function capabilityArgs(req: CapabilityRequest = {}): string[] {
   if (req.privileged) return ['--cap-add', 'ALL'];
   const add = (req.add ?? []).map(capName);
   const drop = (req.drop ?? []).map(capName);
+  // Every capability, less the drops, in bubblewrap's words (capabilities this list lacks included).
   if (add.includes('ALL')) return ['--cap-add', 'ALL', ...drop.filter((c) => c !== 'ALL').flatMap((c) => ['--cap-drop', c])];
-  const base = drop.includes('ALL') ? [] : DEFAULT_CAPABILITIES.filter((c) => !drop.includes(c));
-  const set = [...new Set([...base, ...add])];
-  return ['--cap-drop', 'ALL', ...set.flatMap((c) => ['--cap-add', c])];
+  return ['--cap-drop', 'ALL', ...boundingSet(req).flatMap((c) => ['--cap-add', c])];
 }
 
 const ROOT: ResolvedUser = { uid: 0, gid: 0, groups: [] };

@@ -41,9 +41,9 @@ import { ProcessImageService } from './image-service.js';
 import { RecordStore } from './state.js';
 import { execPlan, runExecSync, type ExecPlan } from './exec.js';
 import { detectIsolation, launchArgv, type Isolation, type LaunchNamespaces, type LaunchSpec } from './isolation.js';
-import { launchNamespaces, SandboxNamespaceManager } from './sandbox-namespaces.js';
+import { launchNamespaces, mountProcOf, SandboxNamespaceManager } from './sandbox-namespaces.js';
 import { forward } from './log-forwarder.js';
-import { cgroupLimits, containerArgv, launchSpec, mountProcOf, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
+import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
 import { containerSeccompProgram } from './seccomp/container.js';
 import { stopContainerProcess } from './container-stop.js';
 import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
@@ -149,10 +149,6 @@ export class ProcessRuntime implements RuntimeService, ImageService {
 
   private cdir(id: string): string {
     return this.store.containerDir(id);
-  }
-
-  private persistSandbox(s: SandboxRecord): Promise<void> {
-    return this.store.saveSandbox(s);
   }
 
   private persistContainer(c: ContainerRecord): Promise<void> {

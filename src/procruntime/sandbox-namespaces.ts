@@ -5,7 +5,7 @@
 // namespaced sysctls. Whatever the CRI asks to share with the node is not created.
 import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerConfig, PodSandboxConfig } from '../cri/types.js';
@@ -118,9 +118,7 @@ export class SandboxNamespaceManager {
     }
     if (m.pid === 'POD') {
       ns.pidHolder = await startPidHolder(nsDir);
-      ns.podProc = join(nsDir, 'proc');
-      await mkdir(ns.podProc, { recursive: true });
-      await run('nsenter', [`--pid=/proc/${ns.pidHolder.pid}/ns/pid`, '--', 'mount', '-t', 'proc', '-o', 'nosuid,nodev,noexec', 'proc', ns.podProc]);
+      ns.podProc = await mountProcOf(ns.pidHolder.pid, nsDir);
     }
     await record(ns);
     await this.setSysctls(ns, config.linux?.sysctls ?? {});
@@ -172,8 +170,9 @@ export class SandboxNamespaceManager {
   /** Detaches the network and releases every namespace; safe to repeat, and after a crash half-way. */
   async tearDown(ns: SandboxNamespaces | undefined): Promise<void> {
     if (!ns) return;
+    const mounted = mountPoints();
     if (ns.network) {
-      const netnsThere = ns.net !== undefined && existsSync(ns.net) && isMounted(ns.net);
+      const netnsThere = ns.net !== undefined && existsSync(ns.net) && mounted.has(ns.net);
       await this.cni.del(ns.network.list, { ...ns.network.attachment, netns: netnsThere ? ns.network.attachment.netns : '' }, ns.network.result);
       ns.network = undefined;
     }
@@ -186,7 +185,7 @@ export class SandboxNamespaceManager {
     }
     ns.pidHolder = undefined;
     for (const p of [ns.podProc, ns.shm === '/dev/shm' ? undefined : ns.shm, ns.net, ns.ipc, ns.uts]) {
-      if (p && isMounted(p)) await run('umount', ['-l', p]).catch(() => undefined);
+      if (p && mounted.has(p)) await run('umount', ['-l', p]).catch(() => undefined);
     }
     ns.ips = [];
   }
@@ -194,14 +193,21 @@ export class SandboxNamespaceManager {
 
 const LOOPBACK: NetworkList = { cniVersion: '1.0.0', name: 'cni-loopback', plugins: [{ type: 'loopback' }] };
 
-function isMounted(path: string): boolean {
+/** Every mount point of the runtime's mount namespace. */
+function mountPoints(): Set<string> {
   try {
-    return readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .some((l) => l.split(' ')[4] === path);
+    return new Set(readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4] ?? ''));
   } catch {
-    return false;
+    return new Set();
   }
+}
+
+/** A procfs of the PID namespace `pid` is in, mounted at <dir>/proc (for a user who cannot mount one of it). */
+export async function mountProcOf(pid: number, dir: string): Promise<string> {
+  const at = join(dir, 'proc');
+  await mkdir(at, { recursive: true });
+  await run('nsenter', [`--pid=/proc/${pid}/ns/pid`, '--', 'mount', '-t', 'proc', '-o', 'nosuid,nodev,noexec', 'proc', at]);
+  return at;
 }
 
 /**
@@ -229,10 +235,6 @@ async function startPidHolder(nsDir: string): Promise<{ pid: number; pidStart?: 
   }
 }
 
-/** Removes what is left of the namespaces' directory (after tearDown). */
-export async function removeNamespaceDir(dir: string): Promise<void> {
-  await rm(join(dir, 'ns'), { recursive: true, force: true });
-}
 
 /**
  * What a container of the sandbox joins: the pod's namespaces, and its PID namespace as its own

@@ -10,7 +10,9 @@ set -euo pipefail
 CRITEST="$BIN/critest-$CRI_TOOLS_VERSION"
 out="$CLUSTER_DIR/critest"
 rm -rf "$out" && mkdir -p "$out/images"
-node "$TOP/test/env/images/build-images.mjs" "$out/images" - "${BUSYBOX:-/bin/busybox}" --critest >/dev/null
+# busybox as upstream builds it (cluster-up builds it): its shell execs ls, cat... as docker's busybox
+# image does (Debian's static one runs them inside the shell, where a masked /bin/ls cannot reach).
+node "$TOP/test/env/images/build-images.mjs" "$out/images" - "${BUSYBOX:-$BIN/busybox-$BUSYBOX_VERSION}" --critest "$BIN/nnp-$KUBE_VERSION" >/dev/null
 sock="$RUN_DIR/critest-process.sock"
 # Its pods on the test cluster's bridge, addressed from the same pool as containerd's.
 "$TOP/dist/src/cli/main.js" runtime serve --socket "$sock" --root "$out/root" --images-dir "$out/images" \

@@ -8,12 +8,13 @@ top=$(dirname "$here")
 runtime_only=false
 [ "${1:-}" = --runtime-only ] && runtime_only=true
 
-# containerd/runc/CNI: the real runtime under test. busybox-static + gcc/libc6-dev: the offline test images.
-# bubblewrap/proot: the process runtime's isolation; bsdutils' script: its exec with a tty.
+# containerd/runc/CNI: the real runtime under test. busybox-static: the offline test images.
+# gcc/libc6-dev: the process runtime's launcher (src/procruntime/launcher, C) and the test images' programs.
+# proot: the process runtime's isolation where namespaces cannot be made; bsdutils' script: its exec with a tty.
 # iproute2/iptables: CNI bridge plumbing.
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
-pkgs=(busybox-static bubblewrap proot util-linux bsdutils coreutils curl ca-certificates tar)
-$runtime_only || pkgs+=(containerd runc containernetworking-plugins gcc libc6-dev make bzip2 iproute2 iptables openssl)
+pkgs=(busybox-static gcc libc6-dev proot util-linux bsdutils coreutils curl ca-certificates tar)
+$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -15,9 +15,9 @@ const help = `nodelet ${NODELET_VERSION}: a Kubernetes node agent
 
 Usage:
   nodelet run [--config FILE] [flags]   serve a node: run the pods bound to it through CRI
-  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|bubblewrap|proot] [--cni-conf-dir DIR] [--cni-bin-dir DIR:DIR]
+  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|launcher|proot] [--cni-conf-dir DIR] [--cni-bin-dir DIR:DIR]
                                         the process runtime: a CRI v1 server running containers as host
-                                        processes (bubblewrap, or proot), for nodelet, crictl, critest
+                                        processes (its launcher, or proot), for nodelet, crictl, critest
   nodelet images import FILE.tar [--root DIR]
                                         add an OCI image archive to the process runtime's store
   nodelet get pods [-w] [--server URL]  the agent's pods, as kubectl get pods (from its read-only port's
@@ -92,14 +92,14 @@ async function runtimeServe(args: string[]): Promise<void> {
   if (rest.length) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
   if (!values.socket) throw new UsageError('--socket is required');
   const isolation = values.isolation ?? 'auto';
-  if (!['auto', 'bubblewrap', 'proot'].includes(isolation)) throw new UsageError(`--isolation: ${JSON.stringify(isolation)} is not one of auto, bubblewrap, proot`);
+  if (!['auto', 'launcher', 'proot'].includes(isolation)) throw new UsageError(`--isolation: ${JSON.stringify(isolation)} is not one of auto, launcher, proot`);
   const logger = createLogger({ level: (values['log-level'] as never) ?? 'info', format: (values['log-format'] as never) ?? undefined });
   const { ProcessRuntime } = await import('../procruntime/runtime.js');
   const { ProcessRuntimeServer } = await import('../procruntime/server.js');
   const runtime = new ProcessRuntime({
     root: values.root ?? DEFAULT_PROCESS_ROOT,
     imagesDir: values['images-dir'],
-    isolation: isolation === 'auto' ? undefined : (isolation as 'bubblewrap' | 'proot'),
+    isolation: isolation === 'auto' ? undefined : (isolation as 'launcher' | 'proot'),
     cniConfDir: values['cni-conf-dir'],
     cniBinDirs: values['cni-bin-dir']?.split(':').filter(Boolean),
     log: (m, f) => logger.info(m, f),

@@ -1,10 +1,10 @@
 // A container's files as the process runtime prepares them: its command checked in its root,
-// mount points made there, resolv.conf from the sandbox's DNS config, the CRI log file.
-import { existsSync, statSync } from 'node:fs';
+// its binds from the CRI mounts, resolv.conf from the sandbox's DNS config, the CRI log file.
+import { existsSync } from 'node:fs';
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ContainerConfig } from '../cri/types.js';
-import { throughLink, type LaunchSpec } from './isolation.js';
+import type { LaunchMount } from './isolation.js';
 
 /** CRI's KeyValue.value is bytes: a Buffer off the wire, or its JSON form once persisted. */
 export function bytesToString(v: unknown): string {
@@ -27,23 +27,6 @@ export function missingExecutable(rootfs: string, cmd: string, path: string, cwd
   return `exec: "${cmd}": executable file not found in $PATH`;
 }
 
-/** Creates the mount point for `hostPath` at `containerPath` inside `rootfs`: a directory, or an empty file. */
-export async function makeMountPoint(rootfs: string, hostPath: string, containerPath: string): Promise<void> {
-  const target = join(rootfs, containerPath);
-  // Through a link the mount point could land outside the container's root: bubblewrap, which
-  // resolves it inside the sandbox, is left to make that one.
-  if (existsSync(target) || throughLink(rootfs, containerPath)) return;
-  try {
-    if (statSync(hostPath).isDirectory()) await mkdir(target, { recursive: true });
-    else {
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, '', { flag: 'a' });
-    }
-  } catch {
-    /* bubblewrap reports what it cannot mount */
-  }
-}
-
 /** PATH for a container whose image sets none (the OCI default). */
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -56,9 +39,30 @@ export function resolvConf(dns: { servers?: string[]; searches?: string[]; optio
   return out;
 }
 
-/** The CRI mounts of a container as binds. */
-export function criMounts(config: ContainerConfig): LaunchSpec['mounts'] {
-  return (config.mounts ?? []).filter((m) => m.host_path && m.container_path).map((m) => ({ hostPath: m.host_path!, containerPath: m.container_path!, readonly: m.readonly === true }));
+const PROPAGATION: Record<string, LaunchMount['propagation']> = { PROPAGATION_HOST_TO_CONTAINER: 'slave', PROPAGATION_BIDIRECTIONAL: 'shared' };
+
+/** The CRI mounts of a container as binds, with their propagation and read-only kind. */
+export function criMounts(config: ContainerConfig): LaunchMount[] {
+  return (config.mounts ?? [])
+    .filter((m) => m.host_path && m.container_path)
+    .map((m) => ({
+      hostPath: m.host_path!,
+      containerPath: m.container_path!,
+      readonly: m.readonly === true,
+      recursiveReadOnly: m.recursive_read_only === true || undefined,
+      propagation: PROPAGATION[String(m.propagation ?? '')] ?? 'private',
+    }));
+}
+
+/**
+ * What containerd refuses in a mount, with its words: recursive read-only only on a read-only,
+ * private mount.
+ */
+export function invalidMount(m: LaunchMount): string | undefined {
+  if (!m.recursiveReadOnly) return undefined;
+  if (!m.readonly) return `recursive read-only mount must be read-only (mount ${JSON.stringify(m.containerPath)})`;
+  if (m.propagation !== 'private') return `recursive read-only mount must be private (mount ${JSON.stringify(m.containerPath)})`;
+  return undefined;
 }
 
 /** Creates the container's CRI log file (and its directory), empty, if it is not there. */
@@ -66,27 +70,4 @@ export async function touchLog(logPath: string): Promise<void> {
   if (!logPath) return;
   await mkdir(dirname(logPath), { recursive: true });
   await appendFile(logPath, '');
-}
-
-/**
- * For a container whose user is not root: each bind's source mounted (by the runtime, as root)
- * under <dir>/mounts/<n>, so that bubblewrap, which binds as that user, reaches it there. The
- * kubelet keeps pod directories 0750 root, which a user cannot pass through; runc binds as root.
- */
-export async function stageMounts(dir: string, mounts: LaunchSpec['mounts'], bind: (from: string, to: string) => Promise<void>): Promise<LaunchSpec['mounts']> {
-  const base = join(dir, 'mounts');
-  await mkdir(base, { recursive: true, mode: 0o711 });
-  const out: LaunchSpec['mounts'] = [];
-  for (const [i, m] of mounts.entries()) {
-    const staged = join(base, String(i));
-    if (!existsSync(m.hostPath)) {
-      out.push(m); // bubblewrap reports what is not there
-      continue;
-    }
-    if (statSync(m.hostPath).isDirectory()) await mkdir(staged, { recursive: true });
-    else await writeFile(staged, '', { flag: 'a' });
-    await bind(m.hostPath, staged);
-    out.push({ ...m, hostPath: staged });
-  }
-  return out;
 }

@@ -12,7 +12,7 @@ import type { Isolation, LaunchNamespaces, LaunchSpec } from './isolation.js';
 import type { StoredImage } from './image-store.js';
 import type { CgroupLimits } from './cgroups.js';
 import type { ContainerRecord } from './records.js';
-import { bytesToString, criMounts, DEFAULT_PATH, makeMountPoint, missingExecutable, stageMounts } from './container-files.js';
+import { bytesToString, criMounts, DEFAULT_PATH, invalidMount, missingExecutable } from './container-files.js';
 import { execedFromParent, procStart, processGroup } from './procfs.js';
 
 const run = promisify(execFile);
@@ -77,15 +77,15 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
   env.set('HOSTNAME', hostname);
   for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
   const mounts = criMounts(c.config);
+  for (const m of mounts) {
+    const bad = invalidMount(m);
+    if (bad) return { missing: bad };
+  }
   const resolv = input.podResolv && existsSync(input.podResolv) ? input.podResolv : '/etc/resolv.conf';
   if (existsSync(resolv)) mounts.push({ hostPath: resolv, containerPath: '/etc/resolv.conf', readonly: true });
   const cwd = c.config.working_dir || img.config.WorkingDir || '/';
   const missing = missingExecutable(rootfs, argv[0]!, env.get('PATH') ?? '', cwd);
   if (missing) return { missing };
-  // Mount points are made in the container's own root first: a read-only root cannot get them later.
-  for (const m of mounts) await makeMountPoint(rootfs, m.hostPath, m.containerPath);
-  // A non-root user under bubblewrap cannot reach binds under root-only directories: staged first.
-  const binds = input.isolation === 'bubblewrap' && (c.user?.uid ?? 0) !== 0 ? await stageMounts(dir, mounts, (from, to) => run('mount', ['--bind', from, to]).then(() => undefined)) : mounts;
   const sc = c.config.linux?.security_context;
   return {
     spec: {
@@ -94,7 +94,7 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
       env: [...env],
       cwd,
       hostname: hostname.slice(0, 63),
-      mounts: binds,
+      mounts,
       statusFd: 3,
       readonlyRootfs: sc?.readonly_rootfs === true,
       user: c.user,
@@ -104,6 +104,7 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
       capabilities: { privileged: sc?.privileged === true, add: sc?.capabilities?.add_capabilities ?? [], drop: sc?.capabilities?.drop_capabilities ?? [] },
       namespaces: input.namespaces,
       seccomp: existsSync(join(dir, SECCOMP_PROGRAM)) ? join(dir, SECCOMP_PROGRAM) : undefined,
+      noNewPrivs: sc?.no_new_privs === true,
     },
   };
 }
@@ -142,7 +143,7 @@ export async function spawnContainer(
     cgroupProcs: string[];
     stdin?: number;
     stderrOffset: number;
-    /** The seccomp program's file, held open as fd 4 for bubblewrap. */
+    /** The seccomp program's file, held open as fd 4 for the launcher. */
     seccomp?: string;
   },
 ): Promise<{ pid: number; pidStart?: string; pgid?: number } | { error: string }> {
@@ -154,11 +155,11 @@ export async function spawnContainer(
   // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
   // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
   const joinCgroups = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
-  // bubblewrap reports the container's PID and exit code itself (fd 3). proot does not: the shell
+  // The launcher reports the container's PID and exit code itself (fd 3). proot does not: the shell
   // stays as the container's monitor, the leader of its process group, and reports both (it
   // outlives the signals sent to the group: a handler, not an ignore, which the command would inherit).
   const wrapper =
-    isolation === 'bubblewrap'
+    isolation === 'launcher'
       ? `${joinCgroups}; exec "$@"`
       : `${joinCgroups}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
   const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
@@ -185,12 +186,14 @@ export async function spawnContainer(
     if (m) {
       const pid = Number(m[1]);
       const pidStart = procStart(pid);
-      // Running means the container's command runs: as runc's start, return once it is exec'd.
-      while (!execedFromParent(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      // Running means the container's command runs: the launcher reports the PID once it is exec'd;
+      // proot's shell, before it starts proot.
+      while (isolation === 'proot' && !execedFromParent(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
       return { pid, pidStart, pgid: processGroup(pid) };
     }
-    const err = readFileSync(join(dir, 'stderr'), 'utf8').slice(stderrOffset);
-    if (/^bwrap: /m.test(err) || Date.now() > deadline) return { error: err.trim().split('\n').pop() || 'the container did not start' };
+    const failed = /"error"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(text);
+    if (failed) return { error: JSON.parse(`"${failed[1]}"`) as string };
+    if (Date.now() > deadline) return { error: readFileSync(join(dir, 'stderr'), 'utf8').slice(stderrOffset).trim().split('\n').pop() || 'the container did not start' };
     await new Promise((r) => setTimeout(r, 5));
   }
 }

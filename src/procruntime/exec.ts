@@ -1,6 +1,6 @@
 // Running a command in a process-runtime container (CRI ExecSync, and the plan Exec streams use):
-// the container's isolation entered again, in its PID namespace, with the root, binds and
-// environment it was started with.
+// the launcher enters the container's namespaces (its mounts as they are now), with the
+// environment, user and security settings it was started with.
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import os from 'node:os';
@@ -8,15 +8,14 @@ import { join } from 'node:path';
 import type { ExecSyncResponse } from '../cri/types.js';
 import { criMounts, DEFAULT_PATH, missingExecutable } from './container-files.js';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError } from './errors.js';
-import { execArgv, type LaunchSpec } from './isolation.js';
+import { execArgv, isolationOf, type LaunchSpec } from './isolation.js';
+import { processRunning } from './procfs.js';
 import type { ContainerRecord } from './records.js';
 
 export interface ExecPlan {
   argv: string[];
   env: Record<string, string>;
-  /** The container's PID namespace, held open as fd 3 of the command; closed by whoever spawns it. */
-  pidns: number;
-  /** The container's seccomp program, held open as fd 4 where bubblewrap applies it; closed likewise. */
+  /** The container's seccomp program, held open as fd 4 where the launcher applies it; closed by whoever spawns it. */
   seccomp?: number;
   /** Why the command cannot run there, if it cannot. */
   missing?: string;
@@ -36,37 +35,35 @@ export function execPlan(c: ContainerRecord, dir: string, cmd: string[]): ExecPl
     statusFd: 3,
     user: c.user,
   };
-  // Holding the namespace open is also the proof that the container still runs.
-  let pidns: number;
-  try {
-    pidns = openSync(`/proc/${c.pid}/ns/pid`, 'r');
-  } catch {
-    throw new FailedPreconditionError(`container ${c.id} is not running`);
-  }
-  const { argv, env } = execArgv(c.isolation ?? 'bubblewrap', spec, c.pid, cmd, 3);
+  if (!processRunning(c)) throw new FailedPreconditionError(`container ${c.id} is not running`);
+  const { argv, env } = execArgv(isolationOf(c.isolation), spec, c.pid, cmd);
   const path = spec.env.find(([k]) => k === 'PATH')?.[1] ?? DEFAULT_PATH;
   const seccomp = spec.seccomp && argv.includes('--seccomp') ? openSync(spec.seccomp, 'r') : undefined;
-  return { argv, env, pidns, seccomp, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
+  return { argv, env, seccomp, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };
 }
 
 /** Closes what a plan holds open for its command (once it is spawned, or when it will not be). */
 export function closePlan(plan: ExecPlan): void {
-  closeSync(plan.pidns);
   if (plan.seccomp !== undefined) closeSync(plan.seccomp);
+}
+
+/** The spawn's stdio beyond 0-2: the seccomp program on fd 4, where there is one. */
+export function planFds(plan: ExecPlan): Array<number | 'ignore'> {
+  return plan.seccomp !== undefined ? ['ignore', plan.seccomp] : [];
 }
 
 /** Runs the plan to its end, its output collected; past the timeout, the command is killed and this fails. */
 export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
-  const { argv, env, pidns } = plan;
+  const { argv, env } = plan;
   if (plan.missing) {
     // As containerd: a command that is not there is an error of the call, not an exit code.
     closePlan(plan);
     return Promise.reject(new Error(`failed to exec in container: ${plan.missing}`));
   }
   return new Promise<ExecSyncResponse>((resolve, reject) => {
-    // A group of its own: on timeout the whole group goes, nsenter's forked child included
-    // (killing nsenter alone would leave the command running and its pipes open).
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', pidns, ...(plan.seccomp !== undefined ? [plan.seccomp] : [])], env, detached: true });
+    // A group of its own: on timeout the whole group goes, the launcher's forked child included
+    // (killing the launcher alone would leave the command running and its pipes open).
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', ...planFds(plan)], env, detached: true });
     closePlan(plan);
     const out: Buffer[] = [];
     const err: Buffer[] = [];

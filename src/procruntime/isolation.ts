@@ -1,14 +1,23 @@
-// How a container's process is isolated: bubblewrap (new PID/IPC/UTS namespaces, the image's
-// root as /), or proot where namespaces cannot be created (an unprivileged container).
-import { execFileSync, spawnSync } from 'node:child_process';
-import { lstatSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+// How a container's process is isolated: nodelet-launch, the runtime's container init (the pod's
+// namespaces joined, a mount namespace and root of its own, the security context applied, as
+// runc does it), or proot where namespaces cannot be created (an unprivileged runtime).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ResolvedUser } from './users.js';
 
-export type Isolation = 'bubblewrap' | 'proot';
+export type Isolation = 'launcher' | 'proot';
 
-function works(cmd: string, args: string[]): boolean {
-  return probe(cmd, args).ok;
+/** Records written before the launcher replaced bubblewrap say so; their containers are entered the same way. */
+export function isolationOf(recorded: string | undefined): Isolation {
+  return recorded === 'proot' ? 'proot' : 'launcher';
+}
+
+/** The launcher's binary: built beside the compiled runtime (dist/bin), or where NODELET_LAUNCH says. */
+export function launcherPath(): string {
+  return process.env.NODELET_LAUNCH || join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'nodelet-launch');
 }
 
 function probe(cmd: string, args: string[]): { ok: boolean; why: string } {
@@ -17,29 +26,46 @@ function probe(cmd: string, args: string[]): { ok: boolean; why: string } {
   return { ok: r.status === 0, why: (r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim().split('\n').pop() ?? '' };
 }
 
-/** bubblewrap's namespaces, tried a few times: a host short of processes for a moment is not a host without them. */
-function bwrapNamespaces(): { ok: boolean; why: string } {
-  let last = { ok: false, why: '' };
-  for (let i = 0; i < 3 && !last.ok; i++) {
-    if (i > 0) spawnSync('sleep', ['1']);
-    last = probe('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--proc', '/proc', '--dev', '/dev', 'true']);
+/**
+ * The launcher's namespaces, mounts and pivot_root, tried on an empty root with the (static)
+ * launcher bound in as its command, a few times: a host short of processes for a moment is not a
+ * host without them.
+ */
+function launcherWorks(bin: string): { ok: boolean; why: string } {
+  const root = mkdtempSync(join(tmpdir(), 'nodelet-launch-probe-'));
+  try {
+    let last = { ok: false, why: '' };
+    for (let i = 0; i < 3 && !last.ok; i++) {
+      if (i > 0) spawnSync('sleep', ['1']);
+      last = probe(bin, ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--rootfs', root, '--bind', bin, '/launch', 'ro', '--', '/launch', '--version']);
+    }
+    return last;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
-  return last;
 }
 
 /** Probes what this host allows, once at start. */
 export function detectIsolation(wanted?: Isolation): { isolation?: Isolation; detail: string } {
-  if (wanted === 'proot') {
-    return works('proot', ['--version']) ? { isolation: 'proot', detail: 'proot, as configured' } : { detail: 'proot was asked for but cannot run here (install Debian package proot)' };
-  }
-  const hasBwrap = works('bwrap', ['--version']);
-  const ns = hasBwrap ? bwrapNamespaces() : { ok: false, why: 'not installed' };
-  if (ns.ok) return { isolation: 'bubblewrap', detail: execFileSync('bwrap', ['--version'], { encoding: 'utf8' }).trim() };
-  if (wanted === 'bubblewrap') return { detail: hasBwrap ? `bubblewrap was asked for but cannot create namespaces here (${ns.why})` : 'bubblewrap was asked for but is not installed' };
-  if (works('proot', ['--version'])) {
-    return { isolation: 'proot', detail: hasBwrap ? `bubblewrap cannot create namespaces here (${ns.why}); using proot` : 'bubblewrap not installed; using proot' };
-  }
-  return { detail: 'neither bubblewrap nor proot can run here (install Debian packages bubblewrap or proot)' };
+  const proot = () => probe('proot', ['--version']).ok;
+  if (wanted === 'proot') return proot() ? { isolation: 'proot', detail: 'proot, as configured' } : { detail: 'proot was asked for but cannot run here (install Debian package proot)' };
+  const bin = launcherPath();
+  const installed = existsSync(bin);
+  const ns = installed ? launcherWorks(bin) : { ok: false, why: `${bin} is not built (make build)` };
+  if (ns.ok) return { isolation: 'launcher', detail: `nodelet-launch (${bin})` };
+  if (wanted === 'launcher') return { detail: `the launcher cannot create namespaces here: ${ns.why}` };
+  if (proot()) return { isolation: 'proot', detail: `the launcher cannot create namespaces here (${ns.why}); using proot` };
+  return { detail: `neither the launcher nor proot can run here: ${ns.why} (and install Debian package proot)` };
+}
+
+export interface LaunchMount {
+  hostPath: string;
+  containerPath: string;
+  readonly: boolean;
+  /** CRI's recursive_read_only: every mount below it read-only too. */
+  recursiveReadOnly?: boolean;
+  /** CRI's propagation (rprivate when not given). */
+  propagation?: 'private' | 'slave' | 'shared';
 }
 
 export interface LaunchSpec {
@@ -48,8 +74,8 @@ export interface LaunchSpec {
   env: Array<[string, string]>;
   cwd: string;
   hostname: string;
-  mounts: Array<{ hostPath: string; containerPath: string; readonly: boolean }>;
-  /** File the bubblewrap monitor writes {"child-pid"} and {"exit-code"} to (fd 3). */
+  mounts: LaunchMount[];
+  /** File the launcher (the container's monitor) writes {"child-pid"} and {"exit-code"} to (fd 3). */
   statusFd: number;
   readonlyRootfs?: boolean;
   capabilities?: CapabilityRequest;
@@ -60,8 +86,10 @@ export interface LaunchSpec {
   readonlyPaths?: string[];
   /** The pod's namespaces to join (absent for a container started before sandboxes had them). */
   namespaces?: LaunchNamespaces;
-  /** The compiled seccomp program, handed to bubblewrap as fd `SECCOMP_FD` (none: unconfined). */
+  /** The compiled seccomp program, handed to the launcher as fd `SECCOMP_FD` (none: unconfined). */
   seccomp?: string;
+  /** no_new_privs (the container's allowPrivilegeEscalation: false). */
+  noNewPrivs?: boolean;
 }
 
 /** The fd a container's (or exec's) spawn holds its seccomp program on. */
@@ -75,60 +103,8 @@ export interface LaunchNamespaces {
   /** CONTAINER: one of its own; POD: the sandbox's (held by `podPid`); NODE: the host's. */
   pid: 'CONTAINER' | 'POD' | 'NODE';
   podPid?: number;
-  /** procfs of the pod's PID namespace, bound as /proc for a user that cannot mount one of it. */
-  podProc?: string;
   /** The pod's /dev/shm. */
   shm?: string;
-}
-
-/**
- * Whether a path in the image's root passes through a symbolic link (itself or a directory on the
- * way, as far as it exists): such a link could point anywhere on the host, so the runtime, which
- * resolves paths on the host, leaves that path alone.
- */
-export function throughLink(rootfs: string, p: string): boolean {
-  const parts = p.split('/').filter(Boolean);
-  for (let i = 1; i <= parts.length; i++) {
-    try {
-      if (lstatSync(join(rootfs, ...parts.slice(0, i))).isSymbolicLink()) return true;
-    } catch {
-      return false; // not there: nothing below it can be a link
-    }
-  }
-  return false;
-}
-
-/** A path in the container as the host can tell: /proc and /sys from the host's, the rest from the root. */
-function kindOf(rootfs: string, p: string): 'dir' | 'file' | undefined {
-  const onHost = p === '/proc' || p.startsWith('/proc/') || p === '/sys' || p.startsWith('/sys/');
-  try {
-    if (onHost) return statSync(p).isDirectory() ? 'dir' : 'file';
-    if (throughLink(rootfs, p)) return undefined;
-    return lstatSync(join(rootfs, p)).isDirectory() ? 'dir' : 'file';
-  } catch {
-    return undefined; // not there: nothing to hide (as runc)
-  }
-}
-
-/**
- * bubblewrap's arguments for masked and read-only paths, as runc does them: a masked directory
- * gets an empty read-only tmpfs, a masked file /dev/null; a read-only path is bound onto itself
- * read-only.
- */
-export function pathArgs(s: Pick<LaunchSpec, 'rootfs' | 'maskedPaths' | 'readonlyPaths'>): string[] {
-  const args: string[] = [];
-  for (const p of s.readonlyPaths ?? []) {
-    const kind = kindOf(s.rootfs, p);
-    if (!kind) continue;
-    const onHost = p.startsWith('/proc/') || p.startsWith('/sys/');
-    args.push('--ro-bind', onHost ? p : join(s.rootfs, p), p);
-  }
-  for (const p of s.maskedPaths ?? []) {
-    const kind = kindOf(s.rootfs, p);
-    if (kind === 'dir') args.push('--tmpfs', p, '--remount-ro', p);
-    else if (kind === 'file') args.push('--ro-bind', '/dev/null', p);
-  }
-  return args;
 }
 
 export interface CapabilityRequest {
@@ -179,44 +155,69 @@ export function boundingSet(req: CapabilityRequest = {}): string[] {
   return [...new Set([...base, ...add])];
 }
 
-/**
- * bubblewrap's arguments for the container's capabilities, by containerd's rules: the default set,
- * plus what is added, less what is dropped; "ALL" added starts from every capability, "ALL"
- * dropped from none; privileged keeps them all.
- */
-export function capabilityArgs(req: CapabilityRequest = {}): string[] {
-  if (req.privileged) return ['--cap-add', 'ALL'];
-  const add = (req.add ?? []).map(capName);
-  const drop = (req.drop ?? []).map(capName);
-  // Every capability, less the drops, in bubblewrap's words (capabilities this list lacks included).
-  if (add.includes('ALL')) return ['--cap-add', 'ALL', ...drop.filter((c) => c !== 'ALL').flatMap((c) => ['--cap-drop', c])];
-  return ['--cap-drop', 'ALL', ...boundingSet(req).flatMap((c) => ['--cap-add', c])];
+/** Linux's capability numbers, by name. */
+const CAP_NUMBERS: Record<string, number> = Object.fromEntries(
+  [
+    'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'LINUX_IMMUTABLE', 'NET_BIND_SERVICE',
+    'NET_BROADCAST', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'IPC_OWNER', 'SYS_MODULE', 'SYS_RAWIO', 'SYS_CHROOT', 'SYS_PTRACE', 'SYS_PACCT', 'SYS_ADMIN',
+    'SYS_BOOT', 'SYS_NICE', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'MKNOD', 'LEASE', 'AUDIT_WRITE', 'AUDIT_CONTROL', 'SETFCAP', 'MAC_OVERRIDE',
+    'MAC_ADMIN', 'SYSLOG', 'WAKE_ALARM', 'BLOCK_SUSPEND', 'AUDIT_READ', 'PERFMON', 'BPF', 'CHECKPOINT_RESTORE',
+  ].map((n, i) => [`CAP_${n}`, i]),
+);
+
+/** The container's capability set as the launcher's hex mask (bounding, permitted and effective for root). */
+export function capabilityMask(req: CapabilityRequest = {}): string {
+  let mask = 0n;
+  for (const c of boundingSet(req)) {
+    const n = CAP_NUMBERS[c];
+    if (n === undefined) throw new Error(`unknown capability ${JSON.stringify(c)}`);
+    mask |= 1n << BigInt(n);
+  }
+  return mask.toString(16);
 }
 
 const ROOT: ResolvedUser = { uid: 0, gid: 0, groups: [] };
 
-/**
- * util-linux's setpriv switching to the container's user and groups before bubblewrap starts
- * (nothing for root with no groups).
- */
-function setprivArgs(u: ResolvedUser): string[] {
-  if (u.uid === 0 && u.gid === 0 && u.groups.length === 0) return [];
-  return ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, u.groups.length > 0 ? `--groups=${u.groups.join(',')}` : '--clear-groups', '--'];
+/** The security settings a container's process and every exec in it get. */
+function securityArgs(s: LaunchSpec, cwd: string): string[] {
+  const u = s.user ?? ROOT;
+  return [
+    '--caps', capabilityMask(s.capabilities),
+    '--uid', String(u.uid),
+    '--gid', String(u.gid),
+    ...(u.groups.length > 0 ? ['--groups', u.groups.join(',')] : []),
+    ...(s.noNewPrivs ? ['--nnp'] : []),
+    ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
+    '--cwd', cwd,
+    ...s.env.flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+  ];
 }
 
-/** bubblewrap's view of the container: its root, /proc, /dev, /sys, the binds, masked and read-only paths. */
-function bwrapView(s: LaunchSpec): string[] {
-  // A user namespace of the container's own has no say over the pod's PID namespace: its procfs is bound instead.
+/** The launcher's namespace arguments: the pod's joined; what it does not provide is the container's own. */
+function namespaceArgs(s: LaunchSpec): string[] {
   const ns = s.namespaces;
-  const proc = ns?.pid === 'POD' && ns.podProc && (s.user?.uid ?? 0) !== 0 ? ['--bind', ns.podProc, '/proc'] : ['--proc', '/proc'];
-  const args = [s.readonlyRootfs ? '--ro-bind' : '--bind', s.rootfs, '/', ...proc, '--dev', '/dev', ...(ns?.shm ? ['--bind', ns.shm, '/dev/shm'] : []), '--ro-bind', '/sys', '/sys'];
-  for (const m of s.mounts) args.push(m.readonly ? '--ro-bind' : '--bind', m.hostPath, m.containerPath);
-  return [...args, ...pathArgs(s)];
+  if (!ns) return ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname];
+  const args = [...(ns.net ? ['--join-net', ns.net] : []), ...(ns.ipc ? ['--join-ipc', ns.ipc] : []), ...(ns.uts ? ['--join-uts', ns.uts] : [])];
+  if (ns.pid === 'POD' && ns.podPid !== undefined) args.push('--join-pid', `/proc/${ns.podPid}/ns/pid`);
+  else if (ns.pid === 'CONTAINER') args.push('--unshare-pid');
+  return args;
 }
 
-/** bubblewrap's last arguments: working directory, the container's environment alone, the command. */
-function bwrapCommand(s: LaunchSpec, argv: string[]): string[] {
-  return ['--chdir', s.cwd, '--clearenv', ...s.env.flatMap(([k, v]) => ['--setenv', k, v]), '--', ...argv];
+/** The launcher's view of the container: its root, its binds with their propagation, masked and read-only paths. */
+function viewArgs(s: LaunchSpec): string[] {
+  const args = ['--rootfs', s.rootfs, ...(s.readonlyRootfs ? ['--rootfs-ro'] : [])];
+  // As containerd: one bidirectional mount makes the root rshared, one host-to-container rslave.
+  const props = new Set(s.mounts.map((m) => m.propagation));
+  if (props.has('shared')) args.push('--rootfs-propagation', 'shared');
+  else if (props.has('slave')) args.push('--rootfs-propagation', 'slave');
+  if (s.namespaces?.shm) args.push('--shm', s.namespaces.shm);
+  for (const m of s.mounts) {
+    const opts = [m.recursiveReadOnly ? 'rro' : m.readonly ? 'ro' : 'rw', m.propagation ?? 'private'];
+    args.push('--bind', m.hostPath, m.containerPath, opts.join(','));
+  }
+  for (const p of s.maskedPaths ?? []) args.push('--mask', p);
+  for (const p of s.readonlyPaths ?? []) args.push('--readonly', p);
+  return args;
 }
 
 /** proot's arguments for the container's root, binds, working directory and (pretended) user. */
@@ -228,83 +229,21 @@ function prootArgs(s: LaunchSpec, argv: string[]): string[] {
   return [...args, ...argv];
 }
 
-/** nsenter's arguments joining the pod's namespaces (as root, before any switch of user). */
-function joinArgs(ns: LaunchNamespaces | undefined): string[] {
-  if (!ns) return [];
-  const args = [...(ns.net ? [`--net=${ns.net}`] : []), ...(ns.ipc ? [`--ipc=${ns.ipc}`] : []), ...(ns.uts ? [`--uts=${ns.uts}`] : [])];
-  // Without a fork: nsenter (then bubblewrap) stays in the host's PID namespace, and only what
-  // bubblewrap starts is born in the pod's, so that bubblewrap reports its host PID and finds it in /proc.
-  if (ns.pid === 'POD' && ns.podPid !== undefined) args.push(`--pid=/proc/${ns.podPid}/ns/pid`, '--no-fork');
-  return args.length > 0 ? ['nsenter', ...args, '--'] : [];
-}
-
-/** bubblewrap's namespace arguments: what the pod does not provide is the container's own. */
-function unshareArgs(s: LaunchSpec): string[] {
-  const ns = s.namespaces;
-  if (!ns) return ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', s.hostname, '--as-pid-1'];
-  // IPC and UTS are the pod's (joined) or the node's; only a PID namespace may be the container's own.
-  return ns.pid === 'CONTAINER' ? ['--unshare-pid', '--as-pid-1'] : [];
-}
-
 /** The command line that runs the container's process under the chosen isolation. */
 export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   if (isolation === 'proot') return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...prootArgs(s, s.argv)];
-  const u = s.user ?? ROOT;
-  // A user other than root has bubblewrap in a user namespace of its own (the process is that
-  // user on the host too), and no capabilities, as a non-root process in a container has.
-  return [
-    ...joinArgs(s.namespaces),
-    ...setprivArgs(u),
-    'bwrap',
-    ...unshareArgs(s),
-    ...(u.uid !== 0 ? ['--unshare-user', '--uid', String(u.uid), '--gid', String(u.gid)] : []),
-    ...bwrapView(s),
-    ...(u.uid === 0 ? capabilityArgs(s.capabilities) : []),
-    ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
-    '--die-with-parent',
-    '--json-status-fd',
-    String(s.statusFd),
-    ...bwrapCommand(s, s.argv),
-  ];
+  return [launcherPath(), '--status-fd', String(s.statusFd), ...namespaceArgs(s), ...viewArgs(s), ...securityArgs(s, s.cwd), '--', ...s.argv];
 }
 
 /**
  * The command line that runs `cmd` in a running container (CRI's ExecSync) as the container runs:
- * its root and mounts, environment, working directory, user and capabilities.
- * - bubblewrap, root user: nsenter joins the container's UTS and IPC namespaces, and bubblewrap
- *   joins its PID namespace (the fd `pidnsFd` of the caller's spawn holds it) and builds the same
- *   mount view, capability set and environment. (nsenter alone would keep the runtime's
- *   capabilities and environment.)
- * - bubblewrap, other users: nsenter joins all the container's namespaces, its user namespace
- *   included, as that user; no capabilities are left to drop.
- * - proot: the same root and binds again.
+ * the launcher enters every namespace of its process, its mount namespace included (so it sees
+ * exactly the container's mounts), with the container's environment, working directory, user,
+ * capabilities, no_new_privs and seccomp. Under proot: the same root and binds again.
  * The environment to spawn with is returned beside the argv.
  */
-export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[], pidnsFd: number): { argv: string[]; env: Record<string, string> } {
-  const env = Object.fromEntries(s.env);
-  const u = s.user ?? ROOT;
-  if (isolation === 'proot') return { argv: prootArgs(s, cmd), env };
-  if (u.uid !== 0) {
-    return { argv: ['nsenter', '-t', String(pid), '-U', '-S', String(u.uid), '-G', String(u.gid), '-m', '-u', '-i', '-n', '-p', '-r', '-w', '--', ...cmd], env };
-  }
-  const argv = [
-    ...setprivArgs(u),
-    'nsenter',
-    '-t',
-    String(pid),
-    '-u',
-    '-i',
-    '-n',
-    '--',
-    'bwrap',
-    '--pidns',
-    String(pidnsFd),
-    ...bwrapView(s),
-    ...capabilityArgs(s.capabilities),
-    ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
-    '--die-with-parent',
-    ...bwrapCommand(s, cmd),
-  ];
-  // The runtime's PATH finds nsenter and bwrap; bwrap then clears it for the command.
-  return { argv, env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
+export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[]): { argv: string[]; env: Record<string, string> } {
+  if (isolation === 'proot') return { argv: prootArgs(s, cmd), env: Object.fromEntries(s.env) };
+  // The runtime's PATH finds the launcher (and script, for a tty); the launcher gives the command the container's.
+  return { argv: [launcherPath(), '--enter', String(pid), ...securityArgs(s, s.cwd), '--', ...cmd], env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
 }

@@ -41,7 +41,7 @@ import { ProcessImageService } from './image-service.js';
 import { RecordStore } from './state.js';
 import { execPlan, runExecSync, type ExecPlan } from './exec.js';
 import { detectIsolation, launchArgv, type Isolation, type LaunchNamespaces, type LaunchSpec } from './isolation.js';
-import { launchNamespaces, mountProcOf, SandboxNamespaceManager } from './sandbox-namespaces.js';
+import { launchNamespaces, SandboxNamespaceManager } from './sandbox-namespaces.js';
 import { forward } from './log-forwarder.js';
 import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
 import { containerSeccompProgram } from './seccomp/container.js';
@@ -50,8 +50,8 @@ import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRec
 import { Sandboxes } from './sandboxes.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
-import { touchLog } from './container-files.js';
-import { killLeftovers, processRunning, readExitCode } from './procfs.js';
+import { criMounts, invalidMount, touchLog } from './container-files.js';
+import { killLeftovers, mountPointsUnder, processRunning, readExitCode } from './procfs.js';
 
 
 const run = promisify(execFile);
@@ -63,7 +63,7 @@ export interface ProcessRuntimeOptions {
   imagesDir?: string;
   /** The node's IP (what proot's pods, which share the host's network, report). */
   hostIP?: string;
-  /** Which isolation to use; probed when not given (bubblewrap where it can run, else proot). */
+  /** Which isolation to use; probed when not given (the launcher where it can run, else proot). */
   isolation?: Isolation;
   /** CNI configuration directory (as containerd's `conf_dir`), default /etc/cni/net.d. */
   cniConfDir?: string;
@@ -214,7 +214,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
         ],
       },
       info: verbose ? { isolation: JSON.stringify({ mode: this.isolationMode, detail: this.isolationDetail }), cgroups: JSON.stringify(this.cgroups.detail) } : {},
-      runtime_handlers: [],
+      // The launcher makes recursive read-only binds (mount_setattr); proot makes none read-only.
+      runtime_handlers: [{ name: '', features: { recursive_read_only_mounts: this.isolation === 'launcher', user_namespaces: false } }],
       features: null,
     } as unknown as StatusResponse;
   }
@@ -272,6 +273,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       readImageFile('etc/passwd'),
       readImageFile('etc/group'),
     );
+    for (const m of criMounts(config)) {
+      const bad = invalidMount(m);
+      if (bad) throw new InvalidArgumentError(bad);
+    }
     // Decided now, as containerd: a profile that cannot be had fails the create (proot cannot apply one).
     const seccomp = this.isolation === 'proot' ? undefined : containerSeccompProgram(config);
     const id = randomBytes(32).toString('hex');
@@ -325,8 +330,6 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const joined = launchNamespaces(s, c.config, (id) => this.findContainer(id));
     if (typeof joined === 'string') await this.failStart(c, joined);
     const namespaces = joined as LaunchNamespaces | undefined;
-    // A user that cannot mount the joined PID namespace's procfs (a target's) gets one mounted here.
-    if (namespaces?.pid === 'POD' && !namespaces.podProc && (c.user?.uid ?? 0) !== 0) namespaces.podProc = await mountProcOf(namespaces.podPid!, dir);
     const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, isolation: this.isolation, namespaces });
     if ('missing' in prepared) await this.failStart(c, prepared.missing);
     const spec = (prepared as { spec: LaunchSpec }).spec;
@@ -380,10 +383,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.closeStdin(c.id);
     killLeftovers(c);
     if (c.rootfsMounted) await run('umount', ['-l', join(this.cdir(c.id), 'rootfs')]).catch(() => undefined);
-    if (c.launch?.namespaces?.podProc === join(this.cdir(c.id), 'proc')) await run('umount', ['-l', c.launch.namespaces.podProc]).catch(() => undefined);
-    for (const m of c.launch?.mounts ?? []) {
-      if (m.hostPath.startsWith(join(this.cdir(c.id), 'mounts'))) await run('umount', ['-l', m.hostPath]).catch(() => undefined);
-    }
+    // What an earlier runtime mounted in the container's directory (a procfs, staged binds) goes too.
+    for (const m of mountPointsUnder(this.cdir(c.id))) await run('umount', ['-l', m]).catch(() => undefined);
     this.containers.delete(c.id);
     this.statsService.forget(c.id);
     this.offsetsSavedAt.delete(c.id);

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerConfig, PodSandboxConfig } from '../cri/types.js';
-import type { LaunchNamespaces } from './isolation.js';
+import { launcherPath, type LaunchNamespaces } from './isolation.js';
 import { Cni, loadNetworkList, podIPs, type Attachment, type CniResult, type NetworkList } from './cni.js';
 import { InvalidArgumentError } from './errors.js';
 import { procStart, processRunning } from './procfs.js';
@@ -23,7 +23,7 @@ export interface SandboxNamespaces {
   uts?: string;
   /** The process whose PID namespace the pod's containers share (PID mode POD). */
   pidHolder?: { pid: number; pidStart?: string };
-  /** procfs of the pod's PID namespace, mounted on the host: non-root containers cannot mount one of it. */
+  /** procfs of the pod's PID namespace that earlier runtimes mounted on the host (unmounted at teardown). */
   podProc?: string;
   /** The pod's /dev/shm (a tmpfs every container binds, as containerd's sandbox shm); the node's with hostIPC. */
   shm?: string;
@@ -118,7 +118,6 @@ export class SandboxNamespaceManager {
     }
     if (m.pid === 'POD') {
       ns.pidHolder = await startPidHolder(nsDir);
-      ns.podProc = await mountProcOf(ns.pidHolder.pid, nsDir);
     }
     await record(ns);
     await this.setSysctls(ns, config.linux?.sysctls ?? {});
@@ -202,22 +201,14 @@ function mountPoints(): Set<string> {
   }
 }
 
-/** A procfs of the PID namespace `pid` is in, mounted at <dir>/proc (for a user who cannot mount one of it). */
-export async function mountProcOf(pid: number, dir: string): Promise<string> {
-  const at = join(dir, 'proc');
-  await mkdir(at, { recursive: true });
-  await run('nsenter', [`--pid=/proc/${pid}/ns/pid`, '--', 'mount', '-t', 'proc', '-o', 'nosuid,nodev,noexec', 'proc', at]);
-  return at;
-}
-
 /**
- * The pod's PID namespace is held by a process of its own (bubblewrap as its init, which reaps
- * what its containers leave behind, and a sleep), started outside the runtime's process tree.
+ * The pod's PID namespace is held by a process of its own (the launcher's reaper as its init,
+ * which reaps what its containers leave behind), started outside the runtime's process tree.
  */
 async function startPidHolder(nsDir: string): Promise<{ pid: number; pidStart?: string }> {
   const statusPath = join(nsDir, 'pid-holder.json');
   const status = openSync(statusPath, 'w');
-  const child = spawn('setsid', ['-f', 'bwrap', '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--json-status-fd', '3', '--', 'sleep', 'infinity'], {
+  const child = spawn('setsid', ['-f', launcherPath(), '--status-fd', '3', '--unshare-pid', '--reaper'], {
     stdio: ['ignore', 'ignore', 'ignore', status],
     detached: true,
   });
@@ -255,10 +246,10 @@ export function launchNamespaces(
   if (asked === 'TARGET') {
     const t = target(opts?.target_id ?? '');
     if (!t || t.pid === undefined || !processRunning(t)) return `the target container ${JSON.stringify(opts?.target_id ?? '')} is not running`;
-    // Its PID namespace joined as the pod's would be; a user that cannot mount its procfs gets one the runtime mounts.
+    // Its PID namespace joined as the pod's would be.
     return { ...shared, pid: 'POD', podPid: t.pid };
   }
   const pid = asked === 'POD' || asked === 'NODE' ? asked : 'CONTAINER';
   if (pid === 'POD' && (!ns.pidHolder || !processRunning(ns.pidHolder))) return 'the pod\'s PID namespace is gone (its sandbox was not created to share one, or its holder ended)';
-  return { ...shared, pid, podPid: pid === 'POD' ? ns.pidHolder!.pid : undefined, podProc: pid === 'POD' ? ns.podProc : undefined };
+  return { ...shared, pid, podPid: pid === 'POD' ? ns.pidHolder!.pid : undefined };
 }

@@ -13,7 +13,7 @@ import { Duplex, type Writable } from 'node:stream';
 import type { ExecOutcome, StreamIO, StreamOptions } from '../cri/streaming/remotecommand.js';
 import { StreamingServer } from '../cri/streaming/server.js';
 import { InvalidArgumentError } from './errors.js';
-import { closePlan } from './exec.js';
+import { closePlan, planFds } from './exec.js';
 import type { ProcessRuntime } from './runtime.js';
 
 function dialHere(port: number): Promise<Duplex> {
@@ -88,7 +88,7 @@ function ptyOf(scriptPid: number): string | undefined {
 
 async function execIn(runtime: ProcessRuntime, id: string, cmd: string[], io: StreamIO): Promise<ExecOutcome> {
   const plan = runtime.prepareExec(id, cmd);
-  const { argv, env, pidns, missing } = plan;
+  const { argv, env, missing } = plan;
   if (missing) {
     closePlan(plan);
     // As runc: a command that is not there is a failure of the exec, not an exit code.
@@ -96,7 +96,7 @@ async function execIn(runtime: ProcessRuntime, id: string, cmd: string[], io: St
   }
   // With a tty: script gives the command a pseudo-terminal and copies it to and from its pipes.
   const [file, args] = io.tty ? ['script', ['-qfec', argv.map(shellQuote).join(' '), '/dev/null']] : [argv[0]!, argv.slice(1)];
-  const child = spawn(file, args, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr && !io.tty ? 'pipe' : 'ignore', pidns, ...(plan.seccomp !== undefined ? [plan.seccomp] : [])], env: io.tty ? { ...env, SHELL: '/bin/sh' } : env, detached: true });
+  const child = spawn(file, args, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr && !io.tty ? 'pipe' : 'ignore', ...planFds(plan)], env: io.tty ? { ...env, SHELL: '/bin/sh' } : env, detached: true });
   closePlan(plan);
   if (io.stdin && child.stdin) {
     io.stdin.pipe(child.stdin);

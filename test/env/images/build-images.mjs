@@ -1,13 +1,13 @@
 // Builds the test images offline as OCI image layout archives, ready for `ctr images import`
 // (containerd) or nodelet's process runtime. No registry is involved.
-//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest]
+//   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest NNP_BINARY]
 //        [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]
 // Writes OUTDIR/<name>_<tag>.tar for each image below, with an uncompressed layer and a
 // reproducible digest (fixed mtimes and owners), so a rebuild yields the same image ID, and
 // OUTDIR/images.txt: one "<archive> <reference> <manifest digest>" line per image.
 // --critest adds offline stand-ins for the images critest's image specs pull (same names, and the
-// properties those specs check: tags, users, one image under two registries); they are busybox
-// images of ours, not the upstream ones, so a reference pinned by upstream digest cannot be served.
+// properties those specs check: tags, users, one image under two registries, a setuid nnp); they are
+// busybox images of ours, not the upstream ones, so a reference pinned by upstream digest cannot be served.
 // --e2e adds the images Kubernetes' [NodeConformance] specs run, under their upstream names,
 // laid out as upstream lays them out (test/images/*/Dockerfile in k8s.io/kubernetes); see
 // e2eImages below for what each holds and where it differs.
@@ -19,10 +19,10 @@ import { dirname, join } from 'node:path';
 
 const args = process.argv.slice(2);
 const [outDir, pauseBin, busyboxBin] = args;
-const flags = { critest: false, e2e: undefined };
+const flags = { critest: undefined, e2e: undefined };
 let bad = !outDir || !pauseBin || !busyboxBin;
 for (let i = 3; i < args.length && !bad; i++) {
-  if (args[i] === '--critest') flags.critest = true;
+  if (args[i] === '--critest' && args[i + 1]) flags.critest = { nnp: args[++i] };
   else if (args[i] === '--e2e' && args.slice(i + 1, i + 5).length === 4) {
     const [agnhost, nnp, agnhostSource, busybox] = args.slice(i + 1, i + 5);
     flags.e2e = { agnhost, nnp, agnhostSource, busybox };
@@ -30,7 +30,7 @@ for (let i = 3; i < args.length && !bad; i++) {
   } else bad = true;
 }
 if (bad) {
-  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]   (- skips the pause images)');
+  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest NNP_BINARY] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]   (- skips the pause images)');
   process.exit(2);
 }
 const PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -62,6 +62,13 @@ if (flags.critest) {
     bb(`${staging}/test-image-user-uid-group`, 'latest', 'critest uid-group', { User: '1003:1003' }),
     bb(`${staging}/test-image-user-username-group`, 'latest', 'critest username-group', { User: 'www-data:www-data' }),
     bb(`${staging}/test-image-predefined-group`, 'latest', 'critest predefined-group', { User: '1000' }),
+    // critest's no_new_privs specs: nnp (prints its effective uid) setuid root, as upstream's image.
+    { name: 'registry.k8s.io/e2e-test-images/nonewprivs', tag: '1.3', rootfs: (dir) => {
+      busybox(dir, 'critest nonewprivs');
+      mkdirSync(join(dir, 'usr/local/bin'), { recursive: true });
+      place(flags.critest.nnp, dir, 'usr/local/bin/nnp');
+      chmodSync(join(dir, 'usr/local/bin/nnp'), 0o6755);
+    }, config: { Cmd: ['nnp'] } },
     // One image known under two registries: one archive, two names.
     { ...bb('registry.k8s.io/pause', '3.9', 'critest pause'), alsoNamed: ['k8s.gcr.io/pause:3.9'] },
     ...[

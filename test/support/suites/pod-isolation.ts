@@ -2,7 +2,8 @@
 // the cluster's bridge (so pods can listen on one port at once), reached by the agent's probes and
 // by kubectl port-forward; containers of a pod sharing IPC, UTS and, when asked, PID; hostIPC,
 // hostPID and sysctls as the kubelet passes them; seccomp profiles (RuntimeDefault, Unconfined,
-// Localhost) applied to containers and to what is exec'd in them. One suite, run once per runtime.
+// Localhost), no_new_privs and the bounding set applied to containers and to what is exec'd in
+// them; mount propagation of hostPath volumes. One suite, run once per runtime.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -145,5 +146,60 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>): void
     const missing = await createPod(node, 'seccomp-missing', { containers: [container('c', 'sleep 3600', { securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'not-there.json' } } })] });
     const waiting = await waitPod(missing, 'CreateContainerError', 60_000, (x) => (x.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerError' ? x.status.containerStatuses[0]!.state!.waiting! : undefined));
     assert.match(waiting.message ?? '', /seccomp.*not-there\.json.*no such file or directory/);
+  });
+
+  test('security context: allowPrivilegeEscalation false sets no_new_privs (a setuid binary stays the user), unset leaves it off; dropping ALL empties the bounding set, in the container and in exec', async () => {
+    const nnp = 'registry.k8s.io/e2e-test-images/nonewprivs:1.4';
+    const pod = await createPod(node, 'nnp', {
+      restartPolicy: 'Never',
+      containers: [
+        { name: 'escalates', image: nnp, securityContext: { runAsUser: 1000 } },
+        { name: 'held', image: nnp, securityContext: { runAsUser: 1000, allowPrivilegeEscalation: false } },
+        container('dropped', 'grep -E "^(CapBnd|NoNewPrivs):" /proc/self/status; sleep 3600', { securityContext: { capabilities: { drop: ['ALL'] }, allowPrivilegeEscalation: false } }),
+      ],
+    });
+    const logs = (c: string, want: RegExp) => eventually(`${c}'s output`, 30_000, async () => {
+      const r = kubectl(['logs', '-n', NS, pod.metadata!.name!, '-c', c]);
+      return want.test(r.out) ? r.out : undefined;
+    });
+    assert.match(await logs('escalates', /Effective uid/), /Effective uid: 0\n/);
+    assert.match(await logs('held', /Effective uid/), /Effective uid: 1000\n/);
+    const dropped = await logs('dropped', /CapBnd/);
+    assert.match(dropped, /CapBnd:\s+0000000000000000/);
+    assert.match(dropped, /NoNewPrivs:\s+1/);
+    const p = await waitPod(pod, 'dropped running', 30_000, (x) => (x.status?.containerStatuses?.find((c) => c.name === 'dropped')?.state?.running ? x : undefined));
+    const inExec = exec(p, 'dropped', 'grep -E "^(CapBnd|NoNewPrivs):" /proc/self/status').out;
+    assert.match(inExec, /CapBnd:\s+0000000000000000/);
+    assert.match(inExec, /NoNewPrivs:\s+1/);
+  });
+
+  test('mount propagation: a HostToContainer volume sees what the host mounts under it after the start, a None one does not, in the container and in exec', async (t) => {
+    // The host directory is a shared mount of its own, as the kubelet's pod directories are on a node.
+    const dir = join(env.clusterDir, 'test-agents', node, `propagation-${process.pid}`);
+    mkdirSync(join(dir, 'sub'), { recursive: true });
+    const sh = (cmd: string) => assert.equal(spawnSync('sh', ['-c', cmd], { stdio: 'inherit' }).status, 0, cmd);
+    sh(`mount --bind '${dir}' '${dir}' && mount --make-rshared '${dir}'`);
+    t.after(() => {
+      spawnSync('umount', ['-l', join(dir, 'sub')]);
+      spawnSync('umount', ['-l', dir]);
+    });
+    const vol = (name: string) => ({ name, hostPath: { path: dir, type: 'Directory' } });
+    const pod = await createPod(node, 'propagation', {
+      volumes: [vol('h2c'), vol('none')],
+      containers: [
+        container('c', 'sleep 3600', {
+          volumeMounts: [
+            { name: 'h2c', mountPath: '/h2c', mountPropagation: 'HostToContainer' },
+            { name: 'none', mountPath: '/none', mountPropagation: 'None' },
+          ],
+        }),
+      ],
+    });
+    const p = await waitPod(pod, 'running', 60_000, running);
+    // Mounted on the host only now.
+    sh(`mount -t tmpfs propagation-test '${join(dir, 'sub')}' && echo from-host > '${join(dir, 'sub', 'flag')}'`);
+    const seen = await eventually('the host\'s mount in /h2c', 10_000, async () => (/from-host/.test(exec(p, 'c', 'cat /h2c/sub/flag 2>&1').out) ? true : undefined));
+    assert.ok(seen);
+    assert.match(exec(p, 'c', 'ls -A /none/sub; echo end').out, /^end/, 'a None (rprivate) volume does not see it');
   });
 }

@@ -7,7 +7,8 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cni, findPlugin, loadNetworkList, podIPs, type PluginRunner } from '../../../src/procruntime/cni.js';
-import { launchArgv, type LaunchSpec } from '../../../src/procruntime/isolation.js';
+import { criMounts, invalidMount } from '../../../src/procruntime/container-files.js';
+import { execArgv, launchArgv, type LaunchSpec } from '../../../src/procruntime/isolation.js';
 import { procStart } from '../../../src/procruntime/procfs.js';
 import { launchNamespaces, sysctlPath, sysctlRefusal } from '../../../src/procruntime/sandbox-namespaces.js';
 
@@ -78,42 +79,85 @@ test('sysctls: only namespaced ones, and only in a namespace the pod has of its 
   assert.equal(sysctlPath('kernel.shm_rmid_forced'), 'kernel/shm_rmid_forced');
 });
 
-test('a container joins the pod\'s namespaces (nsenter, as root, before the user switch); its PID namespace is its own, the pod\'s or the node\'s as asked', () => {
-  const ns = { net: '/sb/ns/net', ipc: '/sb/ns/ipc', uts: '/sb/ns/uts', shm: '/sb/ns/shm', podProc: '/sb/ns/proc', pidHolder: { pid: process.pid, pidStart: undefined as string | undefined }, ips: [] };
+test('a container joins the pod\'s namespaces (the launcher, as root, before the user switch); its PID namespace is its own, the pod\'s or the node\'s as asked', () => {
+  const ns = { net: '/sb/ns/net', ipc: '/sb/ns/ipc', uts: '/sb/ns/uts', shm: '/sb/ns/shm', pidHolder: { pid: process.pid, pidStart: undefined as string | undefined }, ips: [] };
   const sandbox = { namespaces: ns, config: {} };
   const own = launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'CONTAINER' } } } } as never);
   assert.ok(own && typeof own === 'object');
   const spec = (user?: { uid: number; gid: number; groups: number[] }, n = own): LaunchSpec => ({ rootfs: '/r', argv: ['app'], env: [], cwd: '/', hostname: 'p', mounts: [], statusFd: 3, user, namespaces: n });
-  const argv = launchArgv('bubblewrap', spec());
-  assert.deepEqual(argv.slice(0, 6), ['nsenter', '--net=/sb/ns/net', '--ipc=/sb/ns/ipc', '--uts=/sb/ns/uts', '--', 'bwrap']);
-  assert.ok(argv.includes('--unshare-pid') && argv.includes('--as-pid-1'));
+  const after = (argv: string[], flag: string) => argv[argv.indexOf(flag) + 1];
+  const argv = launchArgv('launcher', spec());
+  assert.equal(after(argv, '--join-net'), '/sb/ns/net');
+  assert.equal(after(argv, '--join-ipc'), '/sb/ns/ipc');
+  assert.equal(after(argv, '--join-uts'), '/sb/ns/uts');
+  assert.ok(argv.includes('--unshare-pid') && !argv.includes('--join-pid'));
   assert.ok(!argv.includes('--unshare-ipc') && !argv.includes('--unshare-uts') && !argv.includes('--hostname'), 'IPC and UTS are the pod\'s');
-  assert.deepEqual(argv.slice(argv.indexOf('/dev') - 1, argv.indexOf('/dev') + 4), ['--dev', '/dev', '--bind', '/sb/ns/shm', '/dev/shm']);
+  assert.equal(after(argv, '--shm'), '/sb/ns/shm');
+  assert.deepEqual(argv.slice(argv.indexOf('--')), ['--', 'app']);
 
   // The pod's PID namespace: its holder is started with a start time that must still match.
   ns.pidHolder.pidStart = readStart(process.pid);
   const shared = launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'POD' } } } } as never);
   assert.ok(shared && typeof shared === 'object' && shared.pid === 'POD');
-  const root = launchArgv('bubblewrap', spec(undefined, shared));
-  assert.ok(root.includes(`--pid=/proc/${process.pid}/ns/pid`) && !root.includes('--unshare-pid'));
-  assert.ok(root.includes('--proc'), 'root mounts a procfs of the pod\'s PID namespace');
-  const user = launchArgv('bubblewrap', spec({ uid: 1000, gid: 1000, groups: [] }, shared));
-  assert.ok(user.indexOf('nsenter') < user.indexOf('setpriv') && user.indexOf('setpriv') < user.indexOf('bwrap'), 'namespaces are joined as root');
-  assert.deepEqual(user.slice(user.indexOf('/sb/ns/proc') - 1, user.indexOf('/sb/ns/proc') + 2), ['--bind', '/sb/ns/proc', '/proc']);
-  assert.ok(!user.includes('--proc'));
+  const root = launchArgv('launcher', spec(undefined, shared));
+  assert.equal(after(root, '--join-pid'), `/proc/${process.pid}/ns/pid`);
+  assert.ok(!root.includes('--unshare-pid'));
+  const user = launchArgv('launcher', spec({ uid: 1000, gid: 1001, groups: [5, 6] }, shared));
+  assert.deepEqual([after(user, '--uid'), after(user, '--gid'), after(user, '--groups')], ['1000', '1001', '5,6']);
 
   ns.pidHolder.pidStart = 'not-its-start';
   assert.match(String(launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'POD' } } } } as never)), /PID namespace is gone/);
   const node = launchNamespaces({ namespaces: { ips: [] }, config: {} }, { linux: { security_context: { namespace_options: { pid: 'NODE' } } } } as never);
-  const onNode = launchArgv('bubblewrap', spec(undefined, node as never));
-  assert.equal(onNode[0], 'bwrap', 'nothing to join: the node\'s network, IPC and UTS');
-  assert.ok(!onNode.includes('--unshare-pid'));
+  const onNode = launchArgv('launcher', spec(undefined, node as never));
+  assert.ok(!onNode.some((a) => a.startsWith('--join-') || a.startsWith('--unshare-')), 'nothing to join or make: the node\'s network, IPC, UTS and PID');
   assert.equal(launchNamespaces({ config: {} }, {} as never), undefined, 'a sandbox without namespaces (proot\'s)');
+  const legacy = launchArgv('launcher', { ...spec(), namespaces: undefined });
+  assert.ok(['--unshare-pid', '--unshare-ipc', '--unshare-uts'].every((f) => legacy.includes(f)) && after(legacy, '--hostname') === 'p', 'a container of a sandbox without namespaces makes its own');
   // TARGET: an ephemeral container joins the running target's PID namespace; a target gone is the start's error.
   const target = { linux: { security_context: { namespace_options: { pid: 'TARGET', target_id: 'app' } } } } as never;
   const joinedTarget = launchNamespaces(sandbox, target, (id) => (id === 'app' ? { pid: process.pid, pidStart: readStart(process.pid) } : undefined));
   assert.ok(joinedTarget && typeof joinedTarget === 'object' && joinedTarget.pid === 'POD' && joinedTarget.podPid === process.pid);
   assert.match(String(launchNamespaces(sandbox, target, () => undefined)), /target container "app" is not running/);
+});
+
+test('binds carry their propagation and read-only kind; one bidirectional bind makes the root rshared, as containerd', () => {
+  const spec = (mounts: LaunchSpec['mounts']): LaunchSpec => ({ rootfs: '/r', argv: ['app'], env: [['A', 'b=c']], cwd: '/w', hostname: 'p', mounts, statusFd: 3, maskedPaths: ['/proc/kcore'], readonlyPaths: ['/proc/sys'], noNewPrivs: true, readonlyRootfs: true });
+  const binds = (argv: string[]) => argv.flatMap((a, i) => (a === '--bind' ? [argv.slice(i + 1, i + 4)] : []));
+  const plain = launchArgv('launcher', spec([{ hostPath: '/h', containerPath: '/c', readonly: true }]));
+  assert.deepEqual(binds(plain), [['/h', '/c', 'ro,private']]);
+  assert.ok(!plain.includes('--rootfs-propagation'));
+  assert.ok(plain.includes('--nnp') && plain.includes('--rootfs-ro'));
+  assert.equal(plain[plain.indexOf('--mask') + 1], '/proc/kcore');
+  assert.equal(plain[plain.indexOf('--readonly') + 1], '/proc/sys');
+  assert.equal(plain[plain.indexOf('--env') + 1], 'A=b=c');
+  assert.equal(plain[plain.indexOf('--cwd') + 1], '/w');
+  const both = launchArgv('launcher', spec([
+    { hostPath: '/a', containerPath: '/a', readonly: false, propagation: 'slave' },
+    { hostPath: '/b', containerPath: '/b', readonly: false, propagation: 'shared' },
+    { hostPath: '/c', containerPath: '/c', readonly: true, recursiveReadOnly: true, propagation: 'private' },
+  ]));
+  assert.deepEqual(binds(both), [['/a', '/a', 'rw,slave'], ['/b', '/b', 'rw,shared'], ['/c', '/c', 'rro,private']]);
+  assert.equal(both[both.indexOf('--rootfs-propagation') + 1], 'shared');
+  const slave = launchArgv('launcher', spec([{ hostPath: '/a', containerPath: '/a', readonly: false, propagation: 'slave' }]));
+  assert.equal(slave[slave.indexOf('--rootfs-propagation') + 1], 'slave');
+  // Exec enters the running container (its mounts as they are) with the same security settings.
+  const { argv: exec } = execArgv('launcher', spec([]), 4242, ['ls', '-l']);
+  assert.deepEqual(exec.slice(1, 3), ['--enter', '4242']);
+  assert.ok(exec.includes('--nnp') && !exec.includes('--rootfs') && !exec.includes('--bind'));
+  assert.deepEqual(exec.slice(exec.indexOf('--')), ['--', 'ls', '-l']);
+});
+
+test('CRI mounts: propagation from the CRI enum; a recursive read-only mount must be read-only and private, as containerd', () => {
+  const m = criMounts({ mounts: [
+    { host_path: '/h1', container_path: '/c1', propagation: 'PROPAGATION_BIDIRECTIONAL' },
+    { host_path: '/h2', container_path: '/c2', propagation: 'PROPAGATION_HOST_TO_CONTAINER', readonly: true },
+    { host_path: '/h3', container_path: '/c3', readonly: true, recursive_read_only: true },
+    { host_path: '', container_path: '/skipped' },
+  ] } as never);
+  assert.deepEqual(m.map((x) => [x.propagation, x.readonly, x.recursiveReadOnly ?? false]), [['shared', false, false], ['slave', true, false], ['private', true, true]]);
+  assert.equal(invalidMount(m[2]!), undefined);
+  assert.match(String(invalidMount({ ...m[2]!, readonly: false })), /must be read-only/);
+  assert.match(String(invalidMount({ ...m[2]!, propagation: 'slave' })), /must be private/);
 });
 
 function readStart(pid: number): string {

@@ -14,7 +14,7 @@ export function catchesSigterm(pid: number): boolean {
   }
 }
 
-/** Whether `pid` has exec'd away from its parent's program (bubblewrap forks, then execs the command). */
+/** Whether `pid` has exec'd away from its parent's program (proot's shell forks, then execs proot). */
 export function execedFromParent(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -60,7 +60,7 @@ export function readExitCode(dir: string): number | undefined {
  */
 export function killLeftovers(c: { isolation?: string; pid?: number; pgid?: number }): void {
   // In a PID namespace shared with the pod, the container's end does not end what it started either:
-  // its process group goes (bubblewrap's session keeps it together).
+  // its process group goes (the container's session keeps it together).
   const group = c.isolation === 'proot' ? c.pid : c.pgid;
   if (group === undefined) return;
   try {

@@ -1,6 +1,6 @@
 // The process runtime: CRI's RuntimeService and ImageService over plain host processes. Sandboxes
 // are directories with their metadata on disk; each container is one process tree started from
-// its image's root filesystem under bubblewrap (or proot), in a session of its own, with its
+// its image's root filesystem under its launcher (or proot), in a session of its own, with its
 // output in the CRI log format. Everything is persisted, so a restarted runtime finds its
 // sandboxes and containers again, running processes included (by PID and start time).
 import { execFile } from 'node:child_process';
@@ -160,7 +160,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const now = Date.now();
     for (const c of this.containers.values()) {
       if (c.state !== 'CONTAINER_RUNNING') continue;
-      // Under bubblewrap the exit code is looked for only once the process is gone (one read per
+      // Under the launcher the exit code is looked for only once the process is gone (one read per
       // running container per tick); its monitor writes it just after, so a gone process gets a
       // second's grace. Under proot the PID is the monitor's own, which writes the code just before
       // it ends.

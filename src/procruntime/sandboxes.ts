@@ -1,5 +1,5 @@
 // The process runtime's sandboxes: RunPodSandbox, StopPodSandbox, RemovePodSandbox and their
-// status. A sandbox is a record on disk and, under bubblewrap, the pod's namespaces and network
+// status. A sandbox is a record on disk and, under the launcher, the pod's namespaces and network
 // (sandbox-namespaces.ts); its containers are the runtime's, reached through `deps`.
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';

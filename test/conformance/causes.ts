@@ -23,10 +23,10 @@ export const RULES: CauseRule[] = [
   { cause: 'privileged containers run unprivileged (allowPrivileged is off by default; the kubelet allows them)', seen: /RTNETLINK answers: Operation not permitted/ },
   { cause: 'an emptyDir on tmpfs lost its sticky bit (1777) to a chmod (fixed after the run at 766f172)', seen: /mode of file \\?"\/test-volume\\?": dgtrwxrwxrwx" in container output/ },
   { cause: 'sysctl names with slashes went to the runtime as written, which the process runtime refused (the agent sends them with dots, as the kubelet, since b0adb17)', spec: /sysctls with slashes as separator/, agents: ['process'] },
-  // bubblewrap sets no_new_privs on every sandbox it makes: a setuid helper cannot escalate, asked or not.
-  { cause: 'the process runtime cannot allow privilege escalation: bubblewrap sets no_new_privs on every container', seen: /alpine-nnp-/, agents: ['process'] },
+  // Under bubblewrap (before its launcher, 7f64d32) every container had no_new_privs: a setuid helper could not escalate, asked or not.
+  { cause: 'the process runtime could not allow privilege escalation: bubblewrap set no_new_privs on every container (its launcher, since 7f64d32, sets it only when asked)', seen: /alpine-nnp-/, agents: ['process'] },
   {
-    cause: 'the process runtime shows supplementary groups and their files\' group (or an owner it does not map) as 65534: its user namespace maps only the container\'s uid and gid',
+    cause: 'the process runtime showed supplementary groups and their files\' group (or an owner it did not map) as 65534: under bubblewrap its user namespace mapped only the container\'s uid and gid (its launcher, since 7f64d32, makes none)',
     seen: /owner [GU]ID of "[^"]*": 65534/,
   },
 ];

@@ -565,7 +565,7 @@ static void apply_security(int lastcap) {
 /* ---- the container's process --------------------------------------------------------------- */
 
 static void child(pid_t monitor, int lastcap) {
-  /* Dies with its monitor (as bubblewrap's --die-with-parent), checked once it is set. */
+  /* Dies with its monitor, checked once that is set (the monitor may already be gone). */
   /* (In a PID namespace of its own, its parent is outside it: 0.) */
   pid_t parent = getppid();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || (parent != monitor && parent != 0)) _exit(127);

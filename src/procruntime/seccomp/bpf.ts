@@ -1,5 +1,5 @@
 // A seccomp profile compiled to the classic BPF program the kernel runs on each syscall (what
-// bubblewrap's --seccomp loads): the architecture checked first, then each rule in order, the
+// the launcher loads): the architecture checked first, then each rule in order, the
 // first that matches the syscall number and all its argument conditions deciding, the profile's
 // default action last. x86_64 only; syscalls of other ABIs (i386, x32) get the default action.
 import { SYSCALLS_X86_64 } from './syscalls-x86_64.js';

@@ -15,7 +15,8 @@ rm -rf "$out" && mkdir -p "$out/images"
 node "$TOP/test/env/images/build-images.mjs" "$out/images" - "${BUSYBOX:-$BIN/busybox-$BUSYBOX_VERSION}" --critest "$BIN/nnp-$KUBE_VERSION" >/dev/null
 sock="$RUN_DIR/critest-process.sock"
 # Its pods on the test cluster's bridge, addressed from the same pool as containerd's.
-"$TOP/dist/src/cli/main.js" runtime serve --socket "$sock" --root "$out/root" --images-dir "$out/images" \
+# The launcher, never proot: under proot a container's sethostname or bridge would be the host's.
+"$TOP/dist/src/cli/main.js" runtime serve --socket "$sock" --root "$out/root" --images-dir "$out/images" --isolation launcher \
   --cni-conf-dir "$CLUSTER_DIR/cni/net.d" --log-format json >"$out/runtime.log" 2>&1 &
 rt=$!
 trap 'kill -TERM $rt 2>/dev/null; wait $rt 2>/dev/null; "$TOP/dist/src/cli/main.js" runtime reset --root "$out/root"' EXIT

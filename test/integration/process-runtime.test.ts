@@ -37,7 +37,7 @@ test('Version and Status: nodelet-process, API 0.1.0, ready, and which isolation
   assert.deepEqual([v.version, v.runtime_name, v.runtime_api_version], ['0.1.0', 'nodelet-process', 'v1']);
   const st = await cri.status(true);
   assert.deepEqual(Object.fromEntries(st.status!.conditions.map((c) => [c.type, c.status])), { RuntimeReady: true, NetworkReady: true });
-  assert.equal(JSON.parse(st.info.isolation!).mode, 'bubblewrap');
+  assert.equal(JSON.parse(st.info.isolation!).mode, 'launcher');
 });
 
 test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, stop, rm, rmp', async () => {
@@ -203,7 +203,7 @@ test('the runtime killed and restarted while 5 containers run: same IDs, still r
   }
 });
 
-test('proot, where bubblewrap cannot run: start, exec, SIGTERM to the group, exit code, nothing left behind', async () => {
+test('proot, where the launcher cannot make namespaces: start, exec, SIGTERM to the group, exit code, nothing left behind', async () => {
   const pr = await processRuntime('proot', ['--isolation', 'proot']);
   const c2 = new CriClient(pr.endpoint);
   try {

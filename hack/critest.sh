@@ -26,11 +26,12 @@ defaultTestContainerImage: nodelet.test/busybox:1
 webServerTestImage: registry.k8s.io/e2e-test-images/nginx:1.14-2
 YAML
 # Nothing is skipped by default (each pod has a network namespace of its own, so the specs that
-# create a bridge in it touch nothing of the host's); CRITEST_SKIP may name some.
+# create a bridge in it touch nothing of the host's); CRITEST_SKIP may name some, CRITEST_FOCUS
+# run only some (the reduced run in `make test`).
 skip="${CRITEST_SKIP:-}"
 set +e
 timeout "${CRITEST_TIMEOUT:-960}" "$CRITEST" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
-  --test-images-file "$out/images.yaml" --ginkgo.no-color --ginkgo.timeout 15m ${skip:+--ginkgo.skip "$skip"} ${CRITEST_ARGS:-} >"$out/critest.log" 2>&1
+  --test-images-file "$out/images.yaml" --ginkgo.no-color --ginkgo.timeout 15m ${skip:+--ginkgo.skip "$skip"} ${CRITEST_FOCUS:+--ginkgo.focus "$CRITEST_FOCUS"} ${CRITEST_ARGS:-} >"$out/critest.log" 2>&1
 rc=$?
 set -e
 summary=$(grep -E "^Ran [0-9]+ of [0-9]+ Specs" "$out/critest.log" | tail -1)

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ExecSyncResponse } from '../cri/types.js';
 import { criMounts, DEFAULT_PATH, missingExecutable } from './container-files.js';
 import { DeadlineExceededError, FailedPreconditionError, InvalidArgumentError } from './errors.js';
-import { execArgv, isolationOf, type LaunchSpec } from './isolation.js';
+import { execArgv, isolationOf, launcherPath, type LaunchSpec } from './isolation.js';
 import { processRunning } from './procfs.js';
 import type { ContainerRecord } from './records.js';
 
@@ -52,6 +52,29 @@ export function planFds(plan: ExecPlan): Array<number | 'ignore'> {
   return plan.seccomp !== undefined ? ['ignore', plan.seccomp] : [];
 }
 
+/**
+ * Ends a running exec: its launcher is asked first (it kills the command and reaps it, so that no
+ * zombie is left to the container's init, then the rest of its group); a moment later, or at once
+ * under proot, the whole process group is killed (killing only the top would leave the command
+ * running and its pipes open).
+ */
+export function endExec(plan: ExecPlan, pid: number): void {
+  const killGroup = () => {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  };
+  if (plan.argv[0] !== launcherPath()) return killGroup();
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  setTimeout(killGroup, 2000).unref();
+}
+
 /** Runs the plan to its end, its output collected; past the timeout, the command is killed and this fails. */
 export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
   const { argv, env } = plan;
@@ -61,8 +84,7 @@ export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: numbe
     return Promise.reject(new Error(`failed to exec in container: ${plan.missing}`));
   }
   return new Promise<ExecSyncResponse>((resolve, reject) => {
-    // A group of its own: on timeout the whole group goes, the launcher's forked child included
-    // (killing the launcher alone would leave the command running and its pipes open).
+    // A group of its own, for endExec.
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', ...planFds(plan)], env, detached: true });
     closePlan(plan);
     const out: Buffer[] = [];
@@ -74,11 +96,7 @@ export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: numbe
       timeoutSeconds > 0
         ? setTimeout(() => {
             timedOut = true;
-            try {
-              process.kill(-child.pid!, 'SIGKILL');
-            } catch {
-              /* already gone */
-            }
+            endExec(plan, child.pid!);
           }, timeoutSeconds * 1000)
         : undefined;
     child.on('close', (code, sig) => {

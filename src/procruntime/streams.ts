@@ -13,7 +13,7 @@ import { Duplex, type Writable } from 'node:stream';
 import type { ExecOutcome, StreamIO, StreamOptions } from '../cri/streaming/remotecommand.js';
 import { StreamingServer } from '../cri/streaming/server.js';
 import { InvalidArgumentError } from './errors.js';
-import { closePlan, planFds } from './exec.js';
+import { closePlan, endExec, planFds } from './exec.js';
 import type { ProcessRuntime } from './runtime.js';
 
 function dialHere(port: number): Promise<Duplex> {
@@ -115,13 +115,7 @@ async function execIn(runtime: ProcessRuntime, id: string, cmd: string[], io: St
       apply(50);
     });
   }
-  const onAbort = () => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  };
+  const onAbort = () => endExec(plan, child.pid!);
   io.signal.addEventListener('abort', onAbort, { once: true });
   return new Promise<ExecOutcome>((resolve) => {
     child.on('error', (e) => resolve({ error: e.message }));

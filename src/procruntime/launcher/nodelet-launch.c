@@ -673,10 +673,35 @@ int main(int argc, char **argv) {
     return 127;
   }
   if (opt.status_fd >= 0) dprintf(opt.status_fd, "{\"child-pid\": %d}\n", pid);
-  for (;;) {
-    pid_t w = waitpid(pid, &status, 0);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) return 127;
+  if (opt.enter_pid >= 0) {
+    /*
+     * An exec's monitor is how the runtime ends it: SIGTERM kills the command, which the monitor
+     * reaps (a parent that died first would leave it a zombie of the container's init), then
+     * whatever else is left in its process group. SIGINT and SIGHUP go on to the command.
+     */
+    for (;;) {
+      int sig = 0;
+      sigwait(&block, &sig);
+      if (sig == SIGCHLD) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        continue;
+      }
+      if (sig != SIGTERM) {
+        kill(pid, sig);
+        continue;
+      }
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+      signal(SIGTERM, SIG_DFL);
+      kill(0, SIGKILL);
+    }
+  } else {
+    for (;;) {
+      pid_t w = waitpid(pid, &status, 0);
+      if (w == pid) break;
+      if (w < 0 && errno != EINTR) return 127;
+    }
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (opt.status_fd >= 0) dprintf(opt.status_fd, "{\"exit-code\": %d}\n", code);

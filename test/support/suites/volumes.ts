@@ -174,16 +174,9 @@ export function volumesSuite(makeRuntime: () => Promise<TestRuntime>): void {
       assert.equal(pod.status!.phase, 'Succeeded', await output(pod));
       const [groups, mode, content] = (await output(pod)).split('\n');
       assert.equal(content, 'for-the-group', 'readable through the group');
-      // The process runtime's non-root containers run in a user namespace that maps only their own
-      // uid and gid: the process holds group 1001 on the host (what the kernel checks), and sees it,
-      // and the file's group, as the overflow group inside (README: the process runtime's limits).
-      if (rt.name === 'containerd') {
-        assert.equal(mode, '440 1001');
-        assert.ok(groups!.split(' ').includes('1001'), `groups: ${groups}`);
-      } else {
-        assert.equal(mode, '440 65534');
-        assert.match(groups!, /^1000( 65534)+$/, `groups: ${groups}`);
-      }
+      // On both runtimes the process holds group 1001 and sees the file's real group.
+      assert.equal(mode, '440 1001');
+      assert.ok(groups!.split(' ').includes('1001'), `groups: ${groups}`);
     } finally {
       await core.deleteNamespacedSecret({ name: sname, namespace: NS }).catch(() => undefined);
     }

@@ -1,0 +1,107 @@
+// The process runtime's launcher on its own (dist/bin/nodelet-launch, as the runtime runs it):
+// its report protocol, that no link in an image can aim a mount at the host, propagation both
+// ways, and exec seeing the container's mounts as they are. A root filesystem of busybox's.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launcherPath } from '../../src/procruntime/isolation.js';
+
+const work = mkdtempSync(join(tmpdir(), 'launcher-it-'));
+const rootfs = join(work, 'rootfs');
+for (const d of ['bin', 'etc', 'tmp']) mkdirSync(join(rootfs, d), { recursive: true });
+copyFileSync('/bin/busybox', join(rootfs, 'bin/busybox'));
+chmodSync(join(rootfs, 'bin/busybox'), 0o755);
+for (const a of ['sh', 'cat', 'ls', 'mount', 'sleep', 'touch', 'grep', 'id']) symlinkSync('busybox', join(rootfs, 'bin', a));
+// Links in the image that point at the host's directories.
+symlinkSync('/etc', join(rootfs, 'hostetc'));
+symlinkSync('../../../../../../tmp', join(rootfs, 'up'));
+const mounts: string[] = [];
+after(() => {
+  for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+  rmSync(work, { recursive: true, force: true });
+});
+
+const base = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'box', '--rootfs', rootfs, '--env', 'PATH=/bin'];
+
+/** Runs the launcher to its end: its status reports, output and exit code. */
+function launch(args: string[], cmd: string[]): { status: string; out: string; err: string; code: number | null } {
+  const statusFile = join(work, `status-${Math.random().toString(36).slice(2)}`);
+  const fd = spawnSync('sh', ['-c', `exec 3>"$0"; exec "$@"`, statusFile, launcherPath(), '--status-fd', '3', ...args, '--', ...cmd], { encoding: 'utf8', timeout: 20_000 });
+  return { status: existsSync(statusFile) ? readFileSync(statusFile, 'utf8') : '', out: fd.stdout, err: fd.stderr, code: fd.status };
+}
+
+test('the monitor reports the PID once the command runs and its exit code; a command that cannot run is an error, not an exit', () => {
+  const ok = launch(base, ['sh', '-c', 'echo $$; exit 7']);
+  assert.equal(ok.code, 7);
+  assert.equal(ok.out.trim(), '1', 'PID 1 of its own PID namespace');
+  assert.match(ok.status, /^\{"child-pid": \d+\}\n\{"exit-code": 7\}\n$/);
+  // Not PID 1 of a namespace (which no signal from inside kills): the node's PID namespace.
+  const killed = launch(base.filter((a) => a !== '--unshare-pid'), ['sh', '-c', 'kill -9 $$']);
+  assert.match(killed.status, /"exit-code": 137/);
+  const missing = launch(base, ['/bin/nosuch']);
+  assert.match(missing.status, /^\{"error": "exec \/bin\/nosuch: No such file or directory"\}\n$/);
+  assert.doesNotMatch(missing.status, /child-pid/);
+  const bad = launch([...base, '--bind', join(work, 'not-there'), '/x', 'rw'], ['true']);
+  assert.match(bad.status, /"error": "the mount source .*not-there: No such file or directory"/);
+});
+
+test('no link in the image takes a mount, a masked path or a mount point out of the root', () => {
+  const src = join(work, 'src');
+  mkdirSync(src, { recursive: true });
+  writeFileSync(join(src, 'marker'), 'from-src');
+  const hostsBefore = readFileSync('/etc/hosts', 'utf8');
+  const r = launch([...base, '--bind', src, '/hostetc/nodelet-it', 'rw', '--bind', join(src, 'marker'), '/up/nodelet-it-file', 'ro', '--mask', '/hostetc/hosts'], ['sh', '-c', 'cat /hostetc/nodelet-it/marker; echo; cat /up/nodelet-it-file']);
+  assert.equal(r.code, 0, r.status + r.err);
+  assert.equal(r.out, 'from-src\nfrom-src');
+  // The links resolved inside the root: the mount points were made there, nothing on the host.
+  assert.ok(existsSync(join(rootfs, 'etc/nodelet-it')) && existsSync(join(rootfs, 'tmp/nodelet-it-file')));
+  assert.ok(!existsSync('/etc/nodelet-it') && !existsSync('/tmp/nodelet-it-file'));
+  assert.equal(readFileSync('/etc/hosts', 'utf8'), hostsBefore);
+});
+
+test('propagation: rshared both ways, rslave from the host only, rprivate none; exec sees the container\'s mounts as they are', async () => {
+  const shared = join(work, 'shared');
+  mkdirSync(join(shared, 'from-host'), { recursive: true });
+  mkdirSync(join(shared, 'from-ctr'), { recursive: true });
+  assert.equal(spawnSync('sh', ['-c', `mount --bind '${shared}' '${shared}' && mount --make-rshared '${shared}'`]).status, 0);
+  mounts.push(shared);
+  const statusFile = join(work, 'status-long');
+  const all = (1n << 41n) - 1n;
+  const args = ['--rootfs-propagation', 'shared', '--bind', shared, '/s', 'rw,shared', '--bind', shared, '/l', 'rw,slave', '--bind', shared, '/p', 'rw,private', '--caps', all.toString(16)];
+  const child = spawn('sh', ['-c', `exec 3>"$0"; exec "$@"`, statusFile, launcherPath(), '--status-fd', '3', ...base, ...args, '--', 'sh', '-c', 'mount -t tmpfs ctr /s/from-ctr && echo mounted && sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const pid = await new Promise<number>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('no start')), 10_000);
+    child.stdout.on('data', () => {
+      const m = /"child-pid": (\d+)/.exec(readFileSync(statusFile, 'utf8'));
+      if (m) {
+        clearTimeout(t);
+        resolve(Number(m[1]));
+      }
+    });
+  });
+  try {
+    mounts.push(join(shared, 'from-ctr'));
+    // The container's mount reached the host through the rshared bind.
+    assert.match(readFileSync('/proc/self/mountinfo', 'utf8'), new RegExp(`${join(shared, 'from-ctr')} `));
+    // The host mounts under the volume after the start.
+    assert.equal(spawnSync('sh', ['-c', `mount -t tmpfs host '${join(shared, 'from-host')}' && touch '${join(shared, 'from-host', 'flag')}'`]).status, 0);
+    mounts.push(join(shared, 'from-host'));
+    const enter = spawnSync(launcherPath(), ['--enter', String(pid), '--caps', '0', '--cwd', '/', '--env', 'PATH=/bin', '--', 'sh', '-c', 'ls /s/from-host; echo -; ls /l/from-host; echo -; ls /p/from-host; echo -; grep CapBnd /proc/self/status'], { encoding: 'utf8' });
+    assert.equal(enter.status, 0, enter.stderr);
+    const [s, l, p, caps] = enter.stdout.split('-\n');
+    assert.equal(s!.trim(), 'flag', 'rshared: the host\'s mount is seen');
+    assert.equal(l!.trim(), 'flag', 'rslave: the host\'s mount is seen');
+    assert.equal(p!.trim(), '', 'rprivate: it is not, in exec either');
+    assert.match(caps!, /CapBnd:\s+0{16}/, 'exec has its own capability set');
+  } finally {
+    child.kill('SIGKILL');
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+});

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 node_modules/.bin/tsc -p tsconfig.json
 chmod +x dist/src/cli/main.js
 mkdir -p dist/bin
-launcher=src/procruntime/launcher/nodelet-launch.c
-if [ ! -x dist/bin/nodelet-launch ] || [ "$launcher" -nt dist/bin/nodelet-launch ]; then
-  gcc -static -O2 -Wall -Wextra -Werror -o dist/bin/nodelet-launch.tmp "$launcher"
+launcher=src/procruntime/launcher
+if [ ! -x dist/bin/nodelet-launch ] || [ -n "$(find "$launcher" -newer dist/bin/nodelet-launch)" ]; then
+  gcc -static -O2 -Wall -Wextra -Werror -o dist/bin/nodelet-launch.tmp "$launcher"/*.c
   mv dist/bin/nodelet-launch.tmp dist/bin/nodelet-launch
 fi

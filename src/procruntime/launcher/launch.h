@@ -1,0 +1,84 @@
+/* nodelet-launch's shared declarations: the options the runtime passed, and how a step fails. */
+#ifndef NODELET_LAUNCH_H
+#define NODELET_LAUNCH_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_ITEMS 256
+
+enum prop { PROP_DEFAULT, PROP_PRIVATE, PROP_SLAVE, PROP_SHARED };
+
+struct bind {
+  const char *src, *dst;
+  int ro, rro;
+  enum prop prop;
+};
+
+struct options {
+  int status_fd;
+  const char *join_net, *join_ipc, *join_uts, *join_pid;
+  int unshare_pid, unshare_ipc, unshare_uts;
+  const char *hostname;
+  int enter_pid;
+  int reaper;
+  const char *rootfs;
+  int rootfs_ro;
+  enum prop rootfs_prop;
+  const char *shm;
+  struct bind binds[MAX_ITEMS];
+  int nbinds;
+  const char *masked[MAX_ITEMS];
+  int nmasked;
+  const char *readonly[MAX_ITEMS];
+  int nreadonly;
+  int has_caps;
+  uint64_t caps;
+  uid_t uid;
+  gid_t gid;
+  gid_t groups[MAX_ITEMS];
+  int ngroups;
+  int nnp;
+  int seccomp_fd;
+  const char *cwd;
+  char *env[MAX_ITEMS * 4];
+  int nenv;
+  char **argv;
+};
+
+extern struct options opt;
+/* The child's end of the error pipe (-1 in the monitor). */
+extern int err_fd;
+
+/* options.c */
+void parse_args(int argc, char **argv);
+__attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...);
+void report_error(const char *msg);
+/* mounts.c */
+void setup_rootfs(void);
+/* security.c */
+int last_cap(void);
+void apply_security(int lastcap);
+
+#endif

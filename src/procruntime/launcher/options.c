@@ -1,0 +1,186 @@
+/* nodelet-launch: its arguments (what the runtime decided), and how a failure is reported. */
+#include "launch.h"
+
+struct options opt = {.status_fd = -1, .seccomp_fd = -1, .enter_pid = -1};
+
+int err_fd = -1;
+
+/* A failure: in the child it goes up the error pipe to the monitor; in the monitor it is reported. */
+void fail(const char *fmt, ...) {
+  char msg[1024];
+  int saved = errno;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (saved && n > 0 && (size_t)n < sizeof msg) snprintf(msg + n, sizeof msg - n, ": %s", strerror(saved));
+  if (err_fd >= 0) {
+    ssize_t w = write(err_fd, msg, strlen(msg));
+    (void)w;
+    _exit(127);
+  }
+  report_error(msg);
+  exit(127);
+}
+
+static void write_all(int fd, const char *s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+void report_error(const char *msg) {
+  if (opt.status_fd < 0) {
+    dprintf(2, "nodelet-launch: %s\n", msg);
+    return;
+  }
+  char buf[2200];
+  size_t o = 0;
+  o += (size_t)snprintf(buf, sizeof buf, "{\"error\": \"");
+  for (const char *p = msg; *p && o < sizeof buf - 8; p++) {
+    if (*p == '"' || *p == '\\') buf[o++] = '\\', buf[o++] = *p;
+    else if ((unsigned char)*p < 0x20) buf[o++] = ' ';
+    else buf[o++] = *p;
+  }
+  o += (size_t)snprintf(buf + o, sizeof buf - o, "\"}\n");
+  write_all(opt.status_fd, buf, o);
+}
+
+static long number(const char *s, const char *what) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 0);
+  if (errno || *end || end == s) {
+    errno = 0;
+    fail("%s: not a number: %s", what, s);
+  }
+  return v;
+}
+
+static enum prop parse_prop(const char *s) {
+  if (!strcmp(s, "private")) return PROP_PRIVATE;
+  if (!strcmp(s, "slave")) return PROP_SLAVE;
+  if (!strcmp(s, "shared")) return PROP_SHARED;
+  fail("unknown propagation: %s", s);
+  return PROP_DEFAULT;
+}
+
+static void parse_bind_opts(struct bind *b, const char *opts) {
+  char *copy = strdup(opts), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(t, "ro")) b->ro = 1;
+    else if (!strcmp(t, "rro")) b->ro = b->rro = 1;
+    else if (!strcmp(t, "rw")) b->ro = 0;
+    else b->prop = parse_prop(t);
+  }
+  free(copy);
+}
+
+void parse_args(int argc, char **argv) {
+  int i = 1;
+#define NEED(n) \
+  if (i + (n) >= argc) fail("%s needs %d argument(s)", a, n)
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--version")) {
+      printf("nodelet-launch 1\n");
+      exit(0);
+    } else if (!strcmp(a, "--")) {
+      i++;
+      break;
+    } else if (!strcmp(a, "--status-fd")) {
+      NEED(1);
+      opt.status_fd = (int)number(argv[++i], a);
+    } else if (!strcmp(a, "--join-net")) {
+      NEED(1);
+      opt.join_net = argv[++i];
+    } else if (!strcmp(a, "--join-ipc")) {
+      NEED(1);
+      opt.join_ipc = argv[++i];
+    } else if (!strcmp(a, "--join-uts")) {
+      NEED(1);
+      opt.join_uts = argv[++i];
+    } else if (!strcmp(a, "--join-pid")) {
+      NEED(1);
+      opt.join_pid = argv[++i];
+    } else if (!strcmp(a, "--unshare-pid")) {
+      opt.unshare_pid = 1;
+    } else if (!strcmp(a, "--unshare-ipc")) {
+      opt.unshare_ipc = 1;
+    } else if (!strcmp(a, "--unshare-uts")) {
+      opt.unshare_uts = 1;
+    } else if (!strcmp(a, "--hostname")) {
+      NEED(1);
+      opt.hostname = argv[++i];
+    } else if (!strcmp(a, "--enter")) {
+      NEED(1);
+      opt.enter_pid = (int)number(argv[++i], a);
+    } else if (!strcmp(a, "--reaper")) {
+      opt.reaper = 1;
+    } else if (!strcmp(a, "--rootfs")) {
+      NEED(1);
+      opt.rootfs = argv[++i];
+    } else if (!strcmp(a, "--rootfs-ro")) {
+      opt.rootfs_ro = 1;
+    } else if (!strcmp(a, "--rootfs-propagation")) {
+      NEED(1);
+      opt.rootfs_prop = parse_prop(argv[++i]);
+    } else if (!strcmp(a, "--shm")) {
+      NEED(1);
+      opt.shm = argv[++i];
+    } else if (!strcmp(a, "--bind")) {
+      NEED(3);
+      if (opt.nbinds == MAX_ITEMS) fail("too many binds");
+      struct bind *b = &opt.binds[opt.nbinds++];
+      b->src = argv[++i];
+      b->dst = argv[++i];
+      parse_bind_opts(b, argv[++i]);
+    } else if (!strcmp(a, "--mask")) {
+      NEED(1);
+      if (opt.nmasked == MAX_ITEMS) fail("too many masked paths");
+      opt.masked[opt.nmasked++] = argv[++i];
+    } else if (!strcmp(a, "--readonly")) {
+      NEED(1);
+      if (opt.nreadonly == MAX_ITEMS) fail("too many read-only paths");
+      opt.readonly[opt.nreadonly++] = argv[++i];
+    } else if (!strcmp(a, "--caps")) {
+      NEED(1);
+      opt.has_caps = 1;
+      opt.caps = strtoull(argv[++i], NULL, 16);
+    } else if (!strcmp(a, "--uid")) {
+      NEED(1);
+      opt.uid = (uid_t)number(argv[++i], a);
+    } else if (!strcmp(a, "--gid")) {
+      NEED(1);
+      opt.gid = (gid_t)number(argv[++i], a);
+    } else if (!strcmp(a, "--groups")) {
+      NEED(1);
+      char *copy = strdup(argv[++i]), *save = NULL;
+      for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (opt.ngroups == MAX_ITEMS) fail("too many groups");
+        opt.groups[opt.ngroups++] = (gid_t)number(t, a);
+      }
+      free(copy);
+    } else if (!strcmp(a, "--nnp")) {
+      opt.nnp = 1;
+    } else if (!strcmp(a, "--seccomp")) {
+      NEED(1);
+      opt.seccomp_fd = (int)number(argv[++i], a);
+    } else if (!strcmp(a, "--cwd")) {
+      NEED(1);
+      opt.cwd = argv[++i];
+    } else if (!strcmp(a, "--env")) {
+      NEED(1);
+      if (opt.nenv == MAX_ITEMS * 4 - 1) fail("too many environment variables");
+      opt.env[opt.nenv++] = argv[++i];
+    } else {
+      fail("unknown argument: %s", a);
+    }
+  }
+  opt.argv = argv + i;
+  if (!opt.reaper && !opt.argv[0]) fail("no command");
+}

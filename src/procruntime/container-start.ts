@@ -12,7 +12,7 @@ import type { Isolation, LaunchNamespaces, LaunchSpec } from './isolation.js';
 import type { StoredImage } from './image-store.js';
 import type { CgroupLimits } from './cgroups.js';
 import type { ContainerRecord } from './records.js';
-import { bytesToString, criMounts, DEFAULT_PATH, invalidMount, missingExecutable } from './container-files.js';
+import { bytesToString, criMounts, DEFAULT_PATH, missingExecutable } from './container-files.js';
 import { execedFromParent, procStart, processGroup } from './procfs.js';
 
 const run = promisify(execFile);
@@ -57,7 +57,6 @@ export interface LaunchInput {
   dir: string;
   /** The pod's resolv.conf, when the sandbox has one of its own. */
   podResolv?: string;
-  isolation: Isolation;
   /** The pod's namespaces it joins. */
   namespaces?: LaunchNamespaces;
 }
@@ -77,10 +76,6 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
   env.set('HOSTNAME', hostname);
   for (const e of c.config.envs ?? []) if (e.key) env.set(e.key, bytesToString(e.value));
   const mounts = criMounts(c.config);
-  for (const m of mounts) {
-    const bad = invalidMount(m);
-    if (bad) return { missing: bad };
-  }
   const resolv = input.podResolv && existsSync(input.podResolv) ? input.podResolv : '/etc/resolv.conf';
   if (existsSync(resolv)) mounts.push({ hostPath: resolv, containerPath: '/etc/resolv.conf', readonly: true });
   const cwd = c.config.working_dir || img.config.WorkingDir || '/';

@@ -179,7 +179,7 @@ export function capabilityMask(req: CapabilityRequest = {}): string {
 const ROOT: ResolvedUser = { uid: 0, gid: 0, groups: [] };
 
 /** The security settings a container's process and every exec in it get. */
-function securityArgs(s: LaunchSpec, cwd: string): string[] {
+function securityArgs(s: LaunchSpec): string[] {
   const u = s.user ?? ROOT;
   return [
     '--caps', capabilityMask(s.capabilities),
@@ -188,7 +188,7 @@ function securityArgs(s: LaunchSpec, cwd: string): string[] {
     ...(u.groups.length > 0 ? ['--groups', u.groups.join(',')] : []),
     ...(s.noNewPrivs ? ['--nnp'] : []),
     ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
-    '--cwd', cwd,
+    '--cwd', s.cwd,
     ...s.env.flatMap(([k, v]) => ['--env', `${k}=${v}`]),
   ];
 }
@@ -232,7 +232,7 @@ function prootArgs(s: LaunchSpec, argv: string[]): string[] {
 /** The command line that runs the container's process under the chosen isolation. */
 export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   if (isolation === 'proot') return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...prootArgs(s, s.argv)];
-  return [launcherPath(), '--status-fd', String(s.statusFd), ...namespaceArgs(s), ...viewArgs(s), ...securityArgs(s, s.cwd), '--', ...s.argv];
+  return [launcherPath(), '--status-fd', String(s.statusFd), ...namespaceArgs(s), ...viewArgs(s), ...securityArgs(s), '--', ...s.argv];
 }
 
 /**
@@ -245,5 +245,5 @@ export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
 export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[]): { argv: string[]; env: Record<string, string> } {
   if (isolation === 'proot') return { argv: prootArgs(s, cmd), env: Object.fromEntries(s.env) };
   // The runtime's PATH finds the launcher (and script, for a tty); the launcher gives the command the container's.
-  return { argv: [launcherPath(), '--enter', String(pid), ...securityArgs(s, s.cwd), '--', ...cmd], env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
+  return { argv: [launcherPath(), '--enter', String(pid), ...securityArgs(s), '--', ...cmd], env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
 }

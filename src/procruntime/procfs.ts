@@ -80,17 +80,17 @@ export function processGroup(pid: number): number | undefined {
   }
 }
 
+/** Every mount point of the runtime's mount namespace (mountinfo's octal escapes undone). */
+export function mountPoints(): Set<string> {
+  try {
+    const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+    return new Set(lines.map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)))));
+  } catch {
+    return new Set();
+  }
+}
+
 /** The runtime's mount points under `dir`, deepest first. */
 export function mountPointsUnder(dir: string): string[] {
-  let text = '';
-  try {
-    text = readFileSync('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return [];
-  }
-  const points = text
-    .split('\n')
-    .map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))))
-    .filter((p) => p.startsWith(`${dir}/`));
-  return [...new Set(points)].sort((a, b) => b.length - a.length);
+  return [...mountPoints()].filter((p) => p.startsWith(`${dir}/`)).sort((a, b) => b.length - a.length);
 }

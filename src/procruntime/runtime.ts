@@ -330,7 +330,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const joined = launchNamespaces(s, c.config, (id) => this.findContainer(id));
     if (typeof joined === 'string') await this.failStart(c, joined);
     const namespaces = joined as LaunchNamespaces | undefined;
-    const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, isolation: this.isolation, namespaces });
+    const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, namespaces });
     if ('missing' in prepared) await this.failStart(c, prepared.missing);
     const spec = (prepared as { spec: LaunchSpec }).spec;
     c.launch = spec;

@@ -12,7 +12,7 @@ import type { ContainerConfig, PodSandboxConfig } from '../cri/types.js';
 import { launcherPath, type LaunchNamespaces } from './isolation.js';
 import { Cni, loadNetworkList, podIPs, type Attachment, type CniResult, type NetworkList } from './cni.js';
 import { InvalidArgumentError } from './errors.js';
-import { procStart, processRunning } from './procfs.js';
+import { mountPoints, procStart, processRunning } from './procfs.js';
 
 const run = promisify(execFile);
 
@@ -191,15 +191,6 @@ export class SandboxNamespaceManager {
 }
 
 const LOOPBACK: NetworkList = { cniVersion: '1.0.0', name: 'cni-loopback', plugins: [{ type: 'loopback' }] };
-
-/** Every mount point of the runtime's mount namespace. */
-function mountPoints(): Set<string> {
-  try {
-    return new Set(readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4] ?? ''));
-  } catch {
-    return new Set();
-  }
-}
 
 /**
  * The pod's PID namespace is held by a process of its own (the launcher's reaper as its init,

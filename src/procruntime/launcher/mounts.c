@@ -1,7 +1,6 @@
 /* nodelet-launch: the container's mount namespace and root, as runc makes them. */
 #include "launch.h"
 
-
 static int root_fd = -1;
 
 /* A path of the container, resolved inside its root; -1 with errno when it cannot be. */
@@ -83,12 +82,9 @@ static void mknod_dev(int devfd, const char *name, unsigned maj, unsigned min) {
 /* /dev as a container's: a tmpfs with the usual devices, its own devpts, /dev/shm and the links. */
 static void setup_dev(void) {
   mount_at("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k");
-  int devfd = open_in_root("/dev", O_DIRECTORY);
-  if (devfd < 0) fail("open /dev");
-  char p[64];
-  int dev = open(fd_path(devfd, p), O_DIRECTORY | O_CLOEXEC);
+  /* Opened after the mount: the tmpfs (an O_PATH descriptor serves the *at calls). */
+  int dev = open_in_root("/dev", O_DIRECTORY);
   if (dev < 0) fail("open /dev");
-  close(devfd);
   mknod_dev(dev, "null", 1, 3);
   mknod_dev(dev, "zero", 1, 5);
   mknod_dev(dev, "full", 1, 7);
@@ -129,13 +125,9 @@ static void make_mount_point(const char *src, const char *dst) {
   if (*parent) mkdir_in_root(parent);
   int dir = open_in_root(*parent ? parent : "/", O_DIRECTORY);
   if (dir < 0) fail("mount point %s", dst);
-  char p[64];
-  int real = open(fd_path(dir, p), O_DIRECTORY | O_CLOEXEC);
-  if (real < 0) fail("mount point %s", dst);
-  int f = openat(real, slash + 1, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int f = openat(dir, slash + 1, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (f < 0) fail("make the mount point %s", dst);
   close(f);
-  close(real);
   close(dir);
 }
 

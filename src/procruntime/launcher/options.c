@@ -80,12 +80,43 @@ static void parse_bind_opts(struct bind *b, const char *opts) {
   free(copy);
 }
 
+/* The options that only name a path or a value, and those that only switch something on. */
+static const struct {
+  const char *name;
+  const char **value;
+} values[] = {
+    {"--join-net", &opt.join_net}, {"--join-ipc", &opt.join_ipc}, {"--join-uts", &opt.join_uts}, {"--join-pid", &opt.join_pid},
+    {"--hostname", &opt.hostname}, {"--rootfs", &opt.rootfs},     {"--shm", &opt.shm},           {"--cwd", &opt.cwd},
+};
+static const struct {
+  const char *name;
+  int *flag;
+} switches[] = {
+    {"--unshare-pid", &opt.unshare_pid}, {"--unshare-ipc", &opt.unshare_ipc}, {"--unshare-uts", &opt.unshare_uts},
+    {"--reaper", &opt.reaper},           {"--rootfs-ro", &opt.rootfs_ro},     {"--nnp", &opt.nnp},
+};
+
+/* Takes argv[*i] if it is one of the tables' options (and its value); whether it was. */
+static int table_option(int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  for (size_t k = 0; k < sizeof switches / sizeof *switches; k++)
+    if (!strcmp(a, switches[k].name)) return *switches[k].flag = 1;
+  for (size_t k = 0; k < sizeof values / sizeof *values; k++) {
+    if (strcmp(a, values[k].name)) continue;
+    if (*i + 1 >= argc) fail("%s needs 1 argument(s)", a);
+    *values[k].value = argv[++*i];
+    return 1;
+  }
+  return 0;
+}
+
 void parse_args(int argc, char **argv) {
   int i = 1;
 #define NEED(n) \
   if (i + (n) >= argc) fail("%s needs %d argument(s)", a, n)
   for (; i < argc; i++) {
     const char *a = argv[i];
+    if (table_option(argc, argv, &i)) continue;
     if (!strcmp(a, "--version")) {
       printf("nodelet-launch 1\n");
       exit(0);
@@ -95,43 +126,12 @@ void parse_args(int argc, char **argv) {
     } else if (!strcmp(a, "--status-fd")) {
       NEED(1);
       opt.status_fd = (int)number(argv[++i], a);
-    } else if (!strcmp(a, "--join-net")) {
-      NEED(1);
-      opt.join_net = argv[++i];
-    } else if (!strcmp(a, "--join-ipc")) {
-      NEED(1);
-      opt.join_ipc = argv[++i];
-    } else if (!strcmp(a, "--join-uts")) {
-      NEED(1);
-      opt.join_uts = argv[++i];
-    } else if (!strcmp(a, "--join-pid")) {
-      NEED(1);
-      opt.join_pid = argv[++i];
-    } else if (!strcmp(a, "--unshare-pid")) {
-      opt.unshare_pid = 1;
-    } else if (!strcmp(a, "--unshare-ipc")) {
-      opt.unshare_ipc = 1;
-    } else if (!strcmp(a, "--unshare-uts")) {
-      opt.unshare_uts = 1;
-    } else if (!strcmp(a, "--hostname")) {
-      NEED(1);
-      opt.hostname = argv[++i];
     } else if (!strcmp(a, "--enter")) {
       NEED(1);
       opt.enter_pid = (int)number(argv[++i], a);
-    } else if (!strcmp(a, "--reaper")) {
-      opt.reaper = 1;
-    } else if (!strcmp(a, "--rootfs")) {
-      NEED(1);
-      opt.rootfs = argv[++i];
-    } else if (!strcmp(a, "--rootfs-ro")) {
-      opt.rootfs_ro = 1;
     } else if (!strcmp(a, "--rootfs-propagation")) {
       NEED(1);
       opt.rootfs_prop = parse_prop(argv[++i]);
-    } else if (!strcmp(a, "--shm")) {
-      NEED(1);
-      opt.shm = argv[++i];
     } else if (!strcmp(a, "--bind")) {
       NEED(3);
       if (opt.nbinds == MAX_ITEMS) fail("too many binds");
@@ -165,14 +165,9 @@ void parse_args(int argc, char **argv) {
         opt.groups[opt.ngroups++] = (gid_t)number(t, a);
       }
       free(copy);
-    } else if (!strcmp(a, "--nnp")) {
-      opt.nnp = 1;
     } else if (!strcmp(a, "--seccomp")) {
       NEED(1);
       opt.seccomp_fd = (int)number(argv[++i], a);
-    } else if (!strcmp(a, "--cwd")) {
-      NEED(1);
-      opt.cwd = argv[++i];
     } else if (!strcmp(a, "--env")) {
       NEED(1);
       if (opt.nenv == MAX_ITEMS * 4 - 1) fail("too many environment variables");

@@ -1,11 +1,12 @@
 // The runtime manager's dependencies, made from the agent's configuration and its parts: the image
-// manager with its pull limits and back-off, the crash-loop back-off, seccomp, DNS and the pod
+// manager with its pull limits, back-off and pull records, the crash-loop back-off, seccomp, DNS and the pod
 // state the GC and SyncPod ask the pod workers about.
 import os from 'node:os';
 import { join } from 'node:path';
 import type { NodeletConfig } from '../config/config.js';
 import type { CriClient } from '../cri/client.js';
 import { ImageManager } from '../images/image-manager.js';
+import { PullRecords } from '../images/pull-records.js';
 import type { EventRecorder } from '../kube/object-ref.js';
 import type { RuntimeClassManager } from '../kube/runtime-class.js';
 import type { ServiceCache } from '../kube/service-cache.js';
@@ -45,6 +46,8 @@ export function runtimeManagerDeps(config: NodeletConfig, p: AgentParts): Runtim
       recorder: p.recorder,
       clock: p.clock,
       serializePulls: config.serializeImagePulls,
+      maxParallelPulls: config.maxParallelImagePulls,
+      pullRecords: new PullRecords(join(config.rootDir, 'image_manager')),
       backoffInitialMs: config.imagePullBackOff.initialMs,
       backoffMaxMs: config.imagePullBackOff.maxMs,
       pullQPS: config.imagePullQPS,

@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseQuantity } from '../util/quantity.js';
 
 import { SysctlAllowlist } from '../pods/sysctls.js';
+import { goDuration } from '../util/duration.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -95,12 +96,23 @@ export interface NodeletConfig {
   imagePullQPS: number;
   imagePullBurst: number;
   serializeImagePulls: boolean;
+  /** With serializeImagePulls off: pulls at once (0 = no limit, the kubelet's nil). */
+  maxParallelImagePulls: number;
+  /** The process runtime aborts a pull that receives nothing for this long (containerd has its own setting). */
+  imagePullProgressDeadlineMs: number;
+  /** Image GC: above this use of the image filesystem, images are removed down to the low threshold. */
+  imageGCHighThresholdPercent: number;
+  imageGCLowThresholdPercent: number;
+  /** An unused image younger than this (since first seen) is not removed. */
+  imageMinimumGCAgeMs: number;
+  /** An image unused for this long is removed whatever the disk's use (0 = never). */
+  imageMaximumGCAgeMs: number;
   maxPods: number;
   systemReserved: ResourceList;
   kubeReserved: ResourceList;
   /** Overrides of what is measured from the host. */
   capacity: ResourceList;
-  evictionHard: { memoryAvailable: string; nodefsAvailable: string; pidAvailable: string };
+  evictionHard: { memoryAvailable: string; nodefsAvailable: string; imagefsAvailable: string; pidAvailable: string };
   nodeLabels: Record<string, string>;
   registerWithTaints: Taint[];
   allowPrivileged: boolean;
@@ -119,7 +131,7 @@ export interface NodeletConfig {
   /** 'cri': a CRI runtime at runtimeEndpoint; 'process': nodelet's own process runtime, started by the agent. */
   runtime: 'cri' | 'process';
   /** The built-in process runtime: state, image archives, socket, and the CNI configuration its pods' networks come from. */
-  processRuntime: { root: string; imagesDir: string; socket: string; cniConfDir: string; cniBinDir: string };
+  processRuntime: { root: string; imagesDir: string; socket: string; cniConfDir: string; cniBinDir: string; registryCertsDir: string };
 }
 
 export function defaultConfig(): NodeletConfig {
@@ -159,11 +171,17 @@ export function defaultConfig(): NodeletConfig {
     imagePullQPS: 5,
     imagePullBurst: 10,
     serializeImagePulls: true,
+    maxParallelImagePulls: 0,
+    imagePullProgressDeadlineMs: 60_000,
+    imageGCHighThresholdPercent: 85,
+    imageGCLowThresholdPercent: 80,
+    imageMinimumGCAgeMs: 120_000,
+    imageMaximumGCAgeMs: 0,
     maxPods: 110,
     systemReserved: {},
     kubeReserved: {},
     capacity: {},
-    evictionHard: { memoryAvailable: '100Mi', nodefsAvailable: '10%', pidAvailable: '5%' },
+    evictionHard: { memoryAvailable: '100Mi', nodefsAvailable: '10%', imagefsAvailable: '15%', pidAvailable: '5%' },
     nodeLabels: {},
     registerWithTaints: [],
     allowPrivileged: false,
@@ -178,7 +196,7 @@ export function defaultConfig(): NodeletConfig {
     markUnschedulableOnShutdown: false,
     staticPodPath: '',
     runtime: 'cri',
-    processRuntime: { root: '/var/lib/nodelet/process', imagesDir: '', socket: '', cniConfDir: '/etc/cni/net.d', cniBinDir: '/usr/lib/cni:/opt/cni/bin' },
+    processRuntime: { root: '/var/lib/nodelet/process', imagesDir: '', socket: '', cniConfDir: '/etc/cni/net.d', cniBinDir: '/usr/lib/cni:/opt/cni/bin', registryCertsDir: '/etc/containerd/certs.d' },
   };
 }
 
@@ -268,6 +286,12 @@ const fields: Record<string, FieldSpec> = {
   imagePullQPS: { kind: 'number', min: 0, max: 1000 },
   imagePullBurst: { kind: 'int', min: 1, max: 1000 },
   serializeImagePulls: { kind: 'bool' },
+  maxParallelImagePulls: { kind: 'int', min: 0, max: 1000 },
+  imagePullProgressDeadline: { kind: 'duration', prop: 'imagePullProgressDeadlineMs', min: 1000 },
+  imageGCHighThresholdPercent: { kind: 'int', min: 0, max: 100 },
+  imageGCLowThresholdPercent: { kind: 'int', min: 0, max: 100 },
+  imageMinimumGCAge: { kind: 'duration', prop: 'imageMinimumGCAgeMs', min: 0 },
+  imageMaximumGCAge: { kind: 'duration', prop: 'imageMaximumGCAgeMs', min: 0 },
   maxPods: { kind: 'int', min: 1, max: 10000 },
   systemReserved: { kind: 'quantityMap' },
   kubeReserved: { kind: 'quantityMap' },
@@ -407,10 +431,11 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       });
     }
     case 'processRuntime': {
-      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map with root, imagesDir, socket, cniConfDir and cniBinDir');
+      const known = Object.keys(defaultConfig().processRuntime);
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail(`a map with ${known.join(', ')}`);
       const out = { ...defaultConfig().processRuntime };
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (root, imagesDir, socket, cniConfDir, cniBinDir)`);
+        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (${known.join(', ')})`);
         if (typeof v !== 'string') throw new ConfigError(`${field}.${k}: expected a string, got ${typeName(v)}`);
         out[k as keyof typeof out] = expandEnv(v, `${field}.${k}`, env);
       }
@@ -420,7 +445,7 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map of thresholds');
       const out = { ...defaultConfig().evictionHard };
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (memoryAvailable, nodefsAvailable, pidAvailable)`);
+        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (${Object.keys(out).join(', ')})`);
         if (typeof v !== 'string' || !(/^\d+(\.\d+)?%$/.test(v) || safeQuantity(v))) throw new ConfigError(`${field}.${k}: expected a quantity or a percentage, got ${typeName(v)}`);
         out[k as keyof typeof out] = v;
       }
@@ -482,6 +507,16 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
     throw new ConfigError(`nodeName: ${JSON.stringify(c.nodeName)} is not a valid node name (lower-case DNS subdomain)`);
   }
   if (!c.tlsCertFile !== !c.tlsPrivateKeyFile) throw new ConfigError('tlsCertFile and tlsPrivateKeyFile: give both or neither');
+  // The kubelet's own checks of these two pairs, in its words.
+  if (c.imageGCLowThresholdPercent >= c.imageGCHighThresholdPercent) {
+    throw new ConfigError(`imageGCLowThresholdPercent ${c.imageGCLowThresholdPercent} must be less than imageGCHighThresholdPercent ${c.imageGCHighThresholdPercent}`);
+  }
+  if (c.imageMaximumGCAgeMs > 0 && c.imageMaximumGCAgeMs <= c.imageMinimumGCAgeMs) {
+    throw new ConfigError(`imageMaximumGCAge ${goDuration(c.imageMaximumGCAgeMs)} must be greater than imageMinimumGCAge ${goDuration(c.imageMinimumGCAgeMs)}`);
+  }
+  if (c.serializeImagePulls && c.maxParallelImagePulls > 1) {
+    throw new ConfigError('maxParallelImagePulls cannot be larger than 1 unless serializeImagePulls is set to false');
+  }
   try {
     new SysctlAllowlist(c.allowedUnsafeSysctls);
   } catch (err) {

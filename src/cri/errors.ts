@@ -90,3 +90,16 @@ export function fromGrpcError(err: unknown, method: string, endpoint: string, ti
       return new CriError('Unknown', method, endpoint, `${method}: ${details}`, { cause: err });
   }
 }
+
+/**
+ * An error as the kubelet's messages quote a runtime's: `rpc error: code = NotFound desc = ...`
+ * for what the runtime answered (users search for these texts), our own text for anything else.
+ */
+export function criErrorText(err: unknown): string {
+  const cause = (err instanceof CriError ? err.cause : err) as GrpcLikeError | undefined;
+  if (cause && typeof cause.code === 'number' && typeof cause.details === 'string' && cause.code !== GrpcStatus.UNAVAILABLE) {
+    const name = (GrpcStatus[cause.code] ?? 'Unknown').toLowerCase().replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+    return `rpc error: code = ${name === 'Ok' ? 'OK' : name} desc = ${cause.details}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

@@ -80,6 +80,9 @@ export interface PressureSignals {
   memoryTotalBytes: number;
   nodefsAvailableBytes: number;
   nodefsTotalBytes: number;
+  /** The runtime's image filesystem, when known (it may be the node filesystem itself). */
+  imagefsAvailableBytes?: number;
+  imagefsTotalBytes?: number;
   pidsUsed: number;
   pidMax: number;
 }

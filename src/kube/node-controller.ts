@@ -26,6 +26,8 @@ export interface NodeControllerOptions {
   /** Injected for tests; read from the host otherwise. */
   host?: () => HostInfo;
   pressure?: () => PressureSignals;
+  /** The image filesystem as image GC last read it (undefined: not read yet), for DiskPressure. */
+  imageFs?: () => { capacityBytes: number; availableBytes: number } | undefined;
 }
 
 /** A MicroTime as the API server reads it: RFC 3339 with six fractional digits. */
@@ -95,6 +97,11 @@ export class NodeController {
     tick();
   }
 
+  private withImageFs(p: PressureSignals): PressureSignals {
+    const fs = this.opts.imageFs?.();
+    return fs ? { ...p, imagefsAvailableBytes: fs.availableBytes, imagefsTotalBytes: fs.capacityBytes } : p;
+  }
+
   private async statusNow(previous?: V1NodeStatus): Promise<V1NodeStatus> {
     return computeNodeStatus({
       config: this.opts.config,
@@ -103,7 +110,7 @@ export class NodeController {
       kubeletVersion: this.opts.kubeletVersion,
       port: this.opts.port(),
       runtime: this.opts.runtimeHealth(),
-      pressure: this.pressure(),
+      pressure: this.withImageFs(this.pressure()),
       previous,
       now: this.opts.clock.now(),
     });

@@ -108,7 +108,10 @@ export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
   const { config, host, pressure, previous, now } = input;
   const { capacity, allocatable } = capacityAndAllocatable(config, host);
   const memPressure = pressure.memoryAvailableBytes < threshold(config.evictionHard.memoryAvailable, pressure.memoryTotalBytes);
-  const diskPressure = pressure.nodefsTotalBytes > 0 && pressure.nodefsAvailableBytes < threshold(config.evictionHard.nodefsAvailable, pressure.nodefsTotalBytes);
+  const imagefsTotal = pressure.imagefsTotalBytes ?? 0;
+  const diskPressure =
+    (pressure.nodefsTotalBytes > 0 && pressure.nodefsAvailableBytes < threshold(config.evictionHard.nodefsAvailable, pressure.nodefsTotalBytes)) ||
+    (imagefsTotal > 0 && (pressure.imagefsAvailableBytes ?? 0) < threshold(config.evictionHard.imagefsAvailable, imagefsTotal));
   const pidPressure = pressure.pidMax - pressure.pidsUsed < threshold(config.evictionHard.pidAvailable, pressure.pidMax);
   const ready = input.runtime.notReadyMessage === undefined;
   return {

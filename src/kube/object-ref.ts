@@ -44,6 +44,7 @@ export const EventReasons = {
   FailedToInspectImage: 'InspectFailed',
   ErrImageNeverPullPolicy: 'ErrImageNeverPull',
   BackOffPullImage: 'BackOff',
+  FailedToRetrieveImagePullSecret: 'FailedToRetrieveImagePullSecret',
   SandboxChanged: 'SandboxChanged',
   FailedCreatePodSandBox: 'FailedCreatePodSandBox',
   FailedStatusPodSandBox: 'FailedStatusPodSandBox',

@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { NodeNameLabel, PodUIDLabel } from '../runtime/labels.js';
 import type { Clock, Timer } from '../util/clock.js';
+import { goDuration } from '../util/duration.js';
 
 export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged' | 'SandboxChanged';
 
@@ -57,14 +58,6 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): PodLifecycleEv
 
 /** A relist not completed for this long makes the node NotReady (the kubelet's relistThreshold). */
 export const RELIST_THRESHOLD_MS = 3 * 60_000;
-
-/** A duration as Go's time.Duration prints it, to the millisecond: "3m0s", "3m5.25s", "1h0m0.001s". */
-export function goDuration(ms: number): string {
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = ((ms % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
-  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
-}
 
 export class GenericPLEG {
   private last: Snapshot = new Map();

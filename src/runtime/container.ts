@@ -1,6 +1,6 @@
 // Containers: start (image, config, create, start), kill with the kubelet's grace period rules,
 // statuses rebuilt from CRI labels/annotations, and removal of dead instances.
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { Dirent } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -104,6 +104,8 @@ export interface StartContainerInput {
   pod: V1Pod;
   podStatus: PodStatus;
   podIPs: string[];
+  /** The pod's image pull secrets that could be read (this sync's). */
+  pullSecrets?: V1Secret[];
 }
 
 /** The service-link variables of a pod; the kubelet's error when the Services are not read yet. */
@@ -277,7 +279,7 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
 
   let imageRef: string;
   try {
-    imageRef = await deps.imageManager.ensureImageExists(pod, container, input.sandboxConfig);
+    imageRef = await deps.imageManager.ensureImageExists(pod, container, input.sandboxConfig, input.pullSecrets);
   } catch (err) {
     if (err instanceof SyncError) warn(err.reason);
     throw err;

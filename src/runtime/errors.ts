@@ -16,6 +16,9 @@ export const Reasons = {
   ImageNeverPull: 'ErrImageNeverPull',
   ImageInspect: 'ImageInspectError',
   InvalidImageName: 'InvalidImageName',
+  // CRI's own pull errors (k8s.io/cri-api/pkg/errors), which a runtime names at the head of its message.
+  RegistryUnavailable: 'RegistryUnavailable',
+  SignatureValidationFailed: 'SignatureValidationFailed',
   ResizePodInPlace: 'ResizePodInPlaceError',
 } as const;
 

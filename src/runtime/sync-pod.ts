@@ -14,6 +14,7 @@ import { killContainer, pruneInitContainersBeforeStart, purgeInitContainers, sta
 import type { RuntimeManagerDeps } from './deps.js';
 import { Reasons, SyncError } from './errors.js';
 import { hashContainer } from './hash.js';
+import { missingPullSecretsMessage, pullSecretsForPod } from '../images/pull-secrets.js';
 import type { ContainerType } from './labels.js';
 import { killPodWithSyncResult } from './kill.js';
 import { computePodActions, isHostNetworkPod, isRestartableInitContainer } from './pod-actions.js';
@@ -146,6 +147,7 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     }
   }
 
+  const pull = await pullSecretsForPod(deps.configSource, pod);
   const start = async (container: V1Container, type: ContainerType): Promise<boolean> => {
     const r = result.add(new SyncResult('StartContainer', container.name));
     const bo = doBackOff(deps, pod, container, status);
@@ -155,7 +157,7 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
       return false;
     }
     try {
-      await startContainer(deps, { sandboxID, sandboxConfig, container, type, pod, podStatus: status, podIPs });
+      await startContainer(deps, { sandboxID, sandboxConfig, container, type, pod, podStatus: status, podIPs, pullSecrets: pull.secrets });
       deps.metrics.startedContainers.inc({ container_type: metricType(type) });
       return true;
     } catch (err) {
@@ -172,12 +174,21 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
   for (const idx of actions.ephemeralContainersToStart) await start(pod.spec!.ephemeralContainers![idx]! as V1Container, 'ephemeral');
 
   // Step 6: init containers in order; a sidecar that fails to start does not hold the others up.
+  let initFailed = false;
   for (const idx of actions.initContainersToStart) {
     const c = pod.spec!.initContainers![idx]!;
-    if (!(await start(c, 'init')) && !isRestartableInitContainer(c)) return result;
+    if (!(await start(c, 'init')) && !isRestartableInitContainer(c)) {
+      initFailed = true;
+      break;
+    }
   }
 
   // Step 7: app containers start one after another, in spec order, each independent of the others' failure.
-  for (const idx of actions.containersToStart) await start(pod.spec!.containers[idx]!, 'regular');
+  if (!initFailed) for (const idx of actions.containersToStart) await start(pod.spec!.containers[idx]!, 'regular');
+
+  // A pull that failed while some named pull secret could not be read: that may be why.
+  if (pull.missing.length > 0 && result.results.some((r) => r.reason === Reasons.ImagePull)) {
+    deps.recorder.event(podRef(pod), 'Warning', EventReasons.FailedToRetrieveImagePullSecret, missingPullSecretsMessage(pull.missing));
+  }
   return result;
 }

@@ -2,18 +2,7 @@
 // the shape the kubelet answers ({"kubeletconfig": {...}}), so tools that read a node's config
 // find what they look for. Settings the kubelet has and nodelet does not are absent.
 import type { NodeletConfig } from '../config/config.js';
-
-/** Go's time.Duration text: 1m0s, 10s, 1h0m0s, 500ms. */
-export function goDuration(ms: number): string {
-  if (ms === 0) return '0s';
-  if (ms < 1000) return `${ms}ms`;
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = (ms % 60_000) / 1000;
-  if (h) return `${h}h${m}m${s}s`;
-  if (m) return `${m}m${s}s`;
-  return `${s}s`;
-}
+import { goDuration } from '../util/duration.js';
 
 export function configz(c: NodeletConfig): { kubeletconfig: Record<string, unknown> } {
   return {
@@ -53,9 +42,15 @@ export function configz(c: NodeletConfig): { kubeletconfig: Record<string, unkno
       cpuCFSQuota: c.cpuCFSQuota,
       maxPods: c.maxPods,
       serializeImagePulls: c.serializeImagePulls,
+      maxParallelImagePulls: c.maxParallelImagePulls || undefined,
+      imageGCHighThresholdPercent: c.imageGCHighThresholdPercent,
+      imageGCLowThresholdPercent: c.imageGCLowThresholdPercent,
+      imageMinimumGCAge: goDuration(c.imageMinimumGCAgeMs),
+      imageMaximumGCAge: goDuration(c.imageMaximumGCAgeMs),
       evictionHard: {
         'memory.available': c.evictionHard.memoryAvailable,
         'nodefs.available': c.evictionHard.nodefsAvailable,
+        'imagefs.available': c.evictionHard.imagefsAvailable,
         'pid.available': c.evictionHard.pidAvailable,
       },
       systemReserved: Object.keys(c.systemReserved).length ? c.systemReserved : undefined,

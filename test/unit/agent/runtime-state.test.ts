@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { aggregateErrors, RuntimeState } from '../../../src/agent/runtime-state.js';
 import { silentLogger } from '../../../src/observability/logger.js';
-import { GenericPLEG, goDuration } from '../../../src/pleg/generic-pleg.js';
+import { GenericPLEG } from '../../../src/pleg/generic-pleg.js';
+import { goDuration } from '../../../src/util/duration.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { FakeRuntime } from '../runtime/fake-runtime.js';
 
@@ -47,7 +48,7 @@ test('a runtime whose network is not ready: pods on the pod network wait, and th
 });
 
 test('Go\'s formats: durations, and aggregated errors', () => {
-  assert.deepEqual([0, 999, 1000, 180_000, 185_250, 3_600_001].map(goDuration), ['0s', '0.999s', '1s', '3m0s', '3m5.25s', '1h0m0.001s']);
+  assert.deepEqual([0, 999, 1000, 180_000, 185_250, 3_600_001].map(goDuration), ['0s', '999ms', '1s', '3m0s', '3m5.25s', '1h0m0.001s']);
   assert.equal(aggregateErrors([]), undefined);
   assert.equal(aggregateErrors(['a']), 'a');
   assert.equal(aggregateErrors(['a', 'b', 'a']), '[a, b]');

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { V1PodStatus } from '@kubernetes/client-node';
 import { NodeAuth, requestAttributes, type NodeAuthConfig, type ReviewApi, type UserInfo } from '../../../src/server/auth.js';
 import { checkStreamGate, HttpError, logContainerID, parseLogQuery } from '../../../src/server/container-logs.js';
-import { goDuration } from '../../../src/server/configz.js';
+import { goDuration } from '../../../src/util/duration.js';
 import { route } from '../../../src/server/node-server.js';
 import { parsePorts, parseStreamOptions } from '../../../src/server/streaming.js';
 import { FakeClock } from '../../../src/util/clock.js';

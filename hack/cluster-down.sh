@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stops exactly what hack/cluster-up.sh started, by the PIDs it recorded: first every pod sandbox in
 # the test containerd (so no container or shim outlives it), then containerd, the controller-manager,
-# the scheduler, kube-apiserver, etcd.
+# the scheduler, the image registries, kube-apiserver, etcd.
 set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 [ -d "$CLUSTER_DIR" ] || exit 0
@@ -39,6 +39,9 @@ awk -v a="$CLUSTER_DIR/" -v b="$RUN_DIR/" 'index($2, a) == 1 || index($2, b) == 
   umount -l "$m" 2>/dev/null || true
 done
 for c in kube-controller-manager kube-scheduler; do
+  if pid=$(pid_of $c); then stop_pid $c "$pid" 15; fi
+done
+for c in registry-private registry-public; do
   if pid=$(pid_of $c); then stop_pid $c "$pid" 15; fi
 done
 if pid=$(pid_of kube-apiserver); then stop_pid kube-apiserver "$pid" 15; fi

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Starts the test cluster in the background, idempotently: etcd, kube-apiserver, kube-scheduler and
 # kube-controller-manager on loopback and a containerd of its own (root, state, socket and CNI config
-# under .cluster/), with the offline test images imported. Writes .cluster/env (shell-sourceable)
+# under .cluster/), with the offline test images imported, and two image registries (TLS; one with
+# htpasswd credentials, one anonymous) holding some of them. Writes .cluster/env (shell-sourceable)
 # and .cluster/kubeconfig.
 set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 started=$SECONDS
-mkdir -p "$CLUSTER_DIR"/{pki,etcd,containerd,cni/net.d,cni/ipam,images,logs/pods,bin} "$RUN_DIR"
+mkdir -p "$CLUSTER_DIR"/{pki,etcd,containerd,cni/net.d,cni/ipam,images,logs/pods,bin,registry/private,registry/public} "$RUN_DIR"
 AGNHOST_BIN="$BIN/agnhost-$AGNHOST_VERSION" NNP_BIN="$BIN/nnp-$KUBE_VERSION" E2E_BUSYBOX_BIN="$BIN/busybox-$BUSYBOX_VERSION"
 for b in "$ETCD_BIN" "$APISERVER_BIN" "$SCHEDULER_BIN" "$CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$CRICTL_BIN" "$AGNHOST_BIN" "$NNP_BIN" "$E2E_BUSYBOX_BIN"; do
   [ -x "$b" ] || { echo "cluster-up: $b is missing; run 'make setup' first" >&2; exit 1; }
@@ -104,6 +105,51 @@ start etcd "$ETCD_BIN" --name nodelet-test --data-dir "$CLUSTER_DIR/etcd" \
   --initial-cluster "nodelet-test=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls "" \
   --quota-backend-bytes 4294967296 --log-level warn
 
+# --- image registries: the distribution registry, on loopback with TLS from a CA of their own ---
+# "private" takes htpasswd credentials (pull secrets are tested against it), "public" is anonymous.
+# Both runtimes trust the CA through certs.d/<host:port>/ (containerd's config_path with a
+# hosts.toml, the process runtime and skopeo by the docker-style ca.crt beside it).
+if [ ! -f "$pki/registry.crt" ]; then
+  log "generating the registries' CA, serving certificate and password"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=nodelet-test-registry-ca" \
+    -keyout "$pki/registry-ca.key" -out "$pki/registry-ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=nodelet-test-registry" -keyout "$pki/registry.key" -out "$pki/registry.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$pki/registry.ext"
+  openssl x509 -req -in "$pki/registry.csr" -CA "$pki/registry-ca.crt" -CAkey "$pki/registry-ca.key" -CAcreateserial -days 3650 \
+    -extfile "$pki/registry.ext" -out "$pki/registry.crt" 2>/dev/null
+  openssl rand -hex 16 >"$pki/registry-password"
+  htpasswd -Bbn nodelet "$(cat "$pki/registry-password")" >"$pki/registry.htpasswd" 2>/dev/null
+  chmod 600 "$pki/registry-ca.key" "$pki/registry.key" "$pki/registry-password"
+fi
+registry_user=nodelet registry_password=$(cat "$pki/registry-password")
+certs_d="$CLUSTER_DIR/certs.d"
+for port in "$REGISTRY_PORT" "$PUBLIC_REGISTRY_PORT"; do
+  mkdir -p "$certs_d/127.0.0.1:$port"
+  cp "$pki/registry-ca.crt" "$certs_d/127.0.0.1:$port/ca.crt"
+  # containerd 1.6 tries the [host] entry, then the server itself (over plain HTTP for a loopback
+  # host unless it has a CA of its own): both name the CA, so a missing tag reads "not found".
+  printf 'server = "https://127.0.0.1:%s"\nca = "%s"\n\n[host."https://127.0.0.1:%s"]\n  capabilities = ["pull", "resolve"]\n  ca = "%s"\n' \
+    "$port" "$certs_d/127.0.0.1:$port/ca.crt" "$port" "$certs_d/127.0.0.1:$port/ca.crt" >"$certs_d/127.0.0.1:$port/hosts.toml"
+done
+for kind in private public; do
+  port=$REGISTRY_PORT auth="auth:
+  htpasswd: {realm: nodelet-test, path: $pki/registry.htpasswd}"
+  [ $kind = public ] && port=$PUBLIC_REGISTRY_PORT auth=""
+  cat >"$CLUSTER_DIR/registry/$kind.yml" <<YAML
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: $CLUSTER_DIR/registry/$kind}
+  delete: {enabled: true}
+http:
+  addr: 127.0.0.1:$port
+  secret: nodelet-test-registry
+  tls: {certificate: $pki/registry.crt, key: $pki/registry.key}
+$auth
+YAML
+  start registry-$kind "$(command -v docker-registry)" serve "$CLUSTER_DIR/registry/$kind.yml"
+done
+
 # --- containerd (started early: it is independent of the API server) ---
 cat >"$CLUSTER_DIR/cni/net.d/10-nodelet.conflist" <<CNI
 {
@@ -149,6 +195,8 @@ state = "$RUN_DIR/containerd-state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$CLUSTER_DIR/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$certs_d"
 TOML
 start containerd "$(command -v containerd)" --config "$CLUSTER_DIR/containerd/config.toml" --log-level warn
 
@@ -190,6 +238,21 @@ while read -r file ref digest; do
   log "importing $ref"
   ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$images/$file" >/dev/null
 done <"$images/images.txt"
+
+# The registries' images, pushed from the offline archives (skopeo compresses their layers with
+# gzip, as a registry's images usually are): what the image-pull tests pull with and without
+# credentials.
+registry_has() { curl -sf -o /dev/null --cacert "$pki/registry-ca.crt" ${3:+-u "$3"} \
+  -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' "https://127.0.0.1:$1/v2/${2%:*}/manifests/${2##*:}"; }
+push_image() { # PORT ARCHIVE REPO:TAG [USER:PASSWORD]
+  registry_has "$1" "$3" "${4:-}" && return 0
+  log "pushing $3 to 127.0.0.1:$1"
+  skopeo copy -q --dest-cert-dir "$certs_d/127.0.0.1:$1" ${4:+--dest-creds "$4"} "oci-archive:$images/$2" "docker://127.0.0.1:$1/$3" >/dev/null
+}
+for kind in private public; do wait_for registry-$kind 30 curl -s -o /dev/null --cacert "$pki/registry-ca.crt" "https://127.0.0.1:$([ $kind = public ] && echo "$PUBLIC_REGISTRY_PORT" || echo "$REGISTRY_PORT")/v2/"; done
+push_image "$REGISTRY_PORT" busybox_1.tar private/busybox:1 "$registry_user:$registry_password"
+push_image "$REGISTRY_PORT" busybox_2.tar private/busybox:2 "$registry_user:$registry_password"
+push_image "$PUBLIC_REGISTRY_PORT" busybox_1.tar public/busybox:1
 
 wait_for kube-apiserver 90 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "$apiserver/readyz"
 
@@ -241,6 +304,13 @@ export NODELET_CRICTL='$CRICTL_BIN'
 export NODELET_NODE_TLS_CERT='$pki/node-serving.crt'
 export NODELET_NODE_TLS_KEY='$pki/node-serving.key'
 export NODELET_CLIENT_CA='$pki/ca.crt'
+export NODELET_REGISTRY='127.0.0.1:$REGISTRY_PORT'
+export NODELET_PUBLIC_REGISTRY='127.0.0.1:$PUBLIC_REGISTRY_PORT'
+export NODELET_REGISTRY_USER='$registry_user'
+export NODELET_REGISTRY_PASSWORD='$registry_password'
+export NODELET_REGISTRY_CERTS_DIR='$certs_d'
+export NODELET_PRIVATE_IMAGE='127.0.0.1:$REGISTRY_PORT/private/busybox:1'
+export NODELET_PUBLIC_IMAGE='127.0.0.1:$PUBLIC_REGISTRY_PORT/public/busybox:1'
 export PATH='$CLUSTER_DIR/bin':"\$PATH"
 ENV
 log "cluster up in $((SECONDS - started)) s: source .cluster/env (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, ...)"

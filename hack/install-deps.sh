@@ -12,9 +12,11 @@ runtime_only=false
 # gcc/libc6-dev: the process runtime's launcher (src/procruntime/launcher, C) and the test images' programs.
 # proot: the process runtime's isolation where namespaces cannot be made; bsdutils' script: its exec with a tty.
 # iproute2/iptables: CNI bridge plumbing.
+# docker-registry (the CNCF distribution registry), apache2-utils' htpasswd and skopeo: the test
+# cluster's image registries and what pushes the test images into them; zstd: zstd image layers.
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
-pkgs=(busybox-static gcc libc6-dev proot util-linux bsdutils coreutils curl ca-certificates tar)
-$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl)
+pkgs=(busybox-static gcc libc6-dev proot util-linux bsdutils coreutils curl ca-certificates tar zstd)
+$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl docker-registry apache2-utils skopeo)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -22,6 +22,15 @@ export interface ClusterEnv {
   nodeTlsCert: string;
   nodeTlsKey: string;
   clientCA: string;
+  /** The image registries (host:port; TLS from the CA under registryCertsDir/<host>/ca.crt): private takes user/password, public anyone. */
+  registry: string;
+  publicRegistry: string;
+  registryUser: string;
+  registryPassword: string;
+  registryCertsDir: string;
+  /** busybox images in them: private/busybox:1 (and :2) and public/busybox:1. */
+  privateImage: string;
+  publicImage: string;
 }
 
 /** A loopback port free at the time of asking (for an agent's plain-HTTP ports, which take no 0). */
@@ -70,6 +79,13 @@ export function clusterEnv(): ClusterEnv {
     nodeTlsCert: get('NODELET_NODE_TLS_CERT'),
     nodeTlsKey: get('NODELET_NODE_TLS_KEY'),
     clientCA: get('NODELET_CLIENT_CA'),
+    registry: get('NODELET_REGISTRY'),
+    publicRegistry: get('NODELET_PUBLIC_REGISTRY'),
+    registryUser: get('NODELET_REGISTRY_USER'),
+    registryPassword: get('NODELET_REGISTRY_PASSWORD'),
+    registryCertsDir: get('NODELET_REGISTRY_CERTS_DIR'),
+    privateImage: get('NODELET_PRIVATE_IMAGE'),
+    publicImage: get('NODELET_PUBLIC_IMAGE'),
   };
   return cached;
 }

@@ -43,6 +43,7 @@ import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus, type GenerateInput } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
+import { ImageGCManager, nodeObjectRef } from '../images/image-gc-manager.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
@@ -86,6 +87,7 @@ export class Agent implements PodSyncer {
   private stopping = false;
   private housekeepingRunning = false;
   private nodeController?: NodeController;
+  private imageGC?: ImageGCManager;
   private readonly sysctls: SysctlAllowlist;
   private readonly appArmorEnabled = appArmorEnabledOnHost();
   /** Pods refused by admission: they never reach a worker. */
@@ -275,8 +277,19 @@ export class Agent implements PodSyncer {
     // The node's first status already knows the runtime and a relist (the kubelet's first ones say
     // "PLEG is not healthy: pleg has yet to be successful" for a while).
     await Promise.all([this.runtimeState.refresh(), this.pleg.relist()]);
+    this.imageGC = new ImageGCManager({
+      images: this.cri,
+      runtime: this.cri,
+      recorder: this.recorder,
+      nodeRef: () => nodeObjectRef(opts.nodeName, this.nodeController?.nodeObject?.metadata?.uid),
+      clock: this.clock,
+      logger: this.logger,
+      policy: { highThresholdPercent: opts.imageGCHighThresholdPercent, lowThresholdPercent: opts.imageGCLowThresholdPercent, minAgeMs: opts.imageMinimumGCAgeMs, maxAgeMs: opts.imageMaximumGCAgeMs },
+      onRemoved: (id) => this.deps.imageManager.imageRemoved(id),
+    });
     if (this.kube) {
       this.nodeController = new NodeController({
+        imageFs: () => this.imageGC?.imageFsStats(),
         api: this.kube,
         runtimeHealth: () => this.runtimeState.health(),
         config: this.config,
@@ -297,11 +310,14 @@ export class Agent implements PodSyncer {
     this.logRotation = new ContainerLogManager(this.cri, { maxSizeBytes: opts.containerLogMaxSizeBytes, maxFiles: opts.containerLogMaxFiles }, this.clock, this.logger, opts.containerLogMonitorIntervalMs);
     this.logRotation.start();
     this.pleg.start();
+    this.imageGC.start();
     this.reflector?.start();
     this.staticPods?.start();
     this.every(2000, () => this.housekeeping());
     this.every(60_000, () => this.collectGarbage());
     this.every(5000, () => this.runtimeState.refresh());
+    // The image filesystem's use for DiskPressure, as often as the kubelet's eviction manager reads it.
+    this.every(10_000, async () => void (await this.imageGC?.readImageFs().catch(() => undefined)));
     this.logger.info('nodelet started', { node: this.config.nodeName, ...this.nodeApi.ports });
   }
 
@@ -315,6 +331,7 @@ export class Agent implements PodSyncer {
     await this.workers.stop();
     this.probes?.cleanupPods(() => false);
     await this.nodeController?.stop({ markUnschedulable: this.config.markUnschedulableOnShutdown });
+    await this.imageGC?.stop();
     await Promise.race([Promise.all([this.statusManager.flush(), this.recorder.flush()]), this.clock.sleep(2000)]);
     this.logRotation?.stop();
     this.nodeApi?.certificates?.stop();

@@ -186,6 +186,11 @@ export class ImageManager {
     for (const key of this.lastPullError.keys()) if (this.backoff.get(key) === 0) this.lastPullError.delete(key);
   }
 
+  /** An image left the runtime (image GC): its pull record goes with it. */
+  imageRemoved(imageRef: string): void {
+    this.opts.pullRecords?.forget(imageRef);
+  }
+
   backoffEntries(): number {
     return this.backoff.size();
   }

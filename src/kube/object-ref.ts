@@ -51,4 +51,7 @@ export const EventReasons = {
   FailedMountVolume: 'FailedMount',
   MissingClusterDNS: 'MissingClusterDNS',
   NetworkNotReady: 'NetworkNotReady',
+  ImageGCFailed: 'ImageGCFailed',
+  InvalidDiskCapacity: 'InvalidDiskCapacity',
+  FreeDiskSpaceFailed: 'FreeDiskSpaceFailed',
 } as const;

@@ -46,6 +46,15 @@ test('conditions: Ready follows the runtime; pressure follows the thresholds; tr
   assert.deepEqual(pressured.conditions!.filter((c) => c.status === 'True').map((c) => c.type).sort(), ['DiskPressure', 'MemoryPressure', 'PIDPressure', 'Ready']);
 });
 
+test('DiskPressure also comes from the image filesystem, below imagefs.available (15%)', () => {
+  const disk = (p: Partial<PressureSignals>) => computeNodeStatus(input({ pressure: { ...calm, ...p } })).conditions!.find((c) => c.type === 'DiskPressure')!;
+  assert.equal(disk({ imagefsTotalBytes: 100e9, imagefsAvailableBytes: 20e9 }).status, 'False');
+  const pressed = disk({ imagefsTotalBytes: 100e9, imagefsAvailableBytes: 14e9 });
+  assert.equal(pressed.status, 'True');
+  assert.equal(pressed.reason, 'KubeletHasDiskPressure');
+  assert.equal(disk({ imagefsTotalBytes: 0, imagefsAvailableBytes: 0 }).status, 'False', 'an image filesystem not read yet is no pressure');
+});
+
 test('a status that differs only in heartbeat times is not a change', () => {
   const a = computeNodeStatus(input({ now: 1000 }));
   const b = computeNodeStatus(input({ now: 9000, previous: a }));

@@ -5,16 +5,11 @@
 import type { RuntimeService } from '../cri/services.js';
 import type { RuntimeHealth } from '../kube/node-status.js';
 import type { Clock } from '../util/clock.js';
+import { aggregateErrors } from '../util/errors.js';
 
 /** A part's health: undefined when healthy, else why not. */
 export type HealthCheck = () => string | undefined;
 
-/** Several errors as Go's aggregate error prints them: one alone, more in brackets; repeats once. */
-export function aggregateErrors(errors: string[]): string | undefined {
-  const unique = [...new Set(errors)];
-  if (unique.length === 0) return undefined;
-  return unique.length === 1 ? unique[0] : `[${unique.join(', ')}]`;
-}
 
 /** The runtime's conditions, in the kubelet's words; `unreachable` when it did not answer. */
 export async function readRuntimeConditions(

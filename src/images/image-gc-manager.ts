@@ -13,6 +13,7 @@ import { EventReasons, type EventRecorder } from '../kube/object-ref.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { goDuration } from '../util/duration.js';
+import { aggregateErrors } from '../util/errors.js';
 
 export interface ImageGCPolicy {
   /** At or above this usage of the image filesystem, images are removed (imageGCHighThresholdPercent). */
@@ -187,11 +188,7 @@ export function formatSize(bytes: number): string {
   return `${tenths / 10n}.${tenths % 10n} ${units[i]}`;
 }
 
-/** Go's aggregate error text: one message as it is, several (duplicates once) in brackets. */
-function aggregate(errors: Error[]): string {
-  const messages = [...new Set(errors.map((e) => e.message))];
-  return messages.length === 1 ? messages[0]! : `[${messages.join(', ')}]`;
-}
+const aggregate = (errors: Error[]): string => aggregateErrors(errors.map((e) => e.message)) ?? '';
 
 /** The reference the kubelet's Node events carry. */
 export function nodeObjectRef(nodeName: string, uid?: string): V1ObjectReference {

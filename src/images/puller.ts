@@ -8,6 +8,7 @@ import type { PodSandboxConfig } from '../cri/types.js';
 import { criErrorText } from '../cri/errors.js';
 import type { Clock } from '../util/clock.js';
 import { toAuthConfig, type Credential } from './keyring.js';
+import { aggregateErrors } from '../util/errors.js';
 
 /** A token bucket on an injected clock; tryAccept never waits. */
 export class TokenBucket {
@@ -47,8 +48,7 @@ export interface PullResult {
 /** A pull that failed with every credential: the runtime's messages, joined as Go's error aggregates are. */
 export class PullError extends Error {
   constructor(readonly messages: string[]) {
-    const unique = [...new Set(messages)];
-    super(unique.length === 1 ? unique[0] : `[${unique.join(', ')}]`);
+    super(aggregateErrors(messages) ?? 'pull failed');
     this.name = 'PullError';
   }
 }

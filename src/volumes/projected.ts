@@ -8,6 +8,7 @@ import { downwardAPIPayload } from './downward-api.js';
 import { PLUGINS } from './paths.js';
 import { secretPayload, readSecret } from './secret.js';
 import { VolumeSetUpError, type VolumeContext, type VolumePlugin } from './types.js';
+import { aggregateErrors } from '../util/errors.js';
 
 /** The one user every container runs as, when they all name the same (the token file is then theirs). */
 export function podFsUser(pod: V1Pod): number | undefined {
@@ -54,8 +55,8 @@ async function projectedPayload(ctx: VolumeContext): Promise<Payload> {
       errors.push(err instanceof VolumeSetUpError || err instanceof Error ? err.message : String(err));
     }
   }
-  const unique = [...new Set(errors)];
-  if (unique.length) throw new VolumeSetUpError(volume.name, unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`);
+  const message = aggregateErrors(errors);
+  if (message !== undefined) throw new VolumeSetUpError(volume.name, message);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // The node's readiness as the kubelet makes it: the runtime's conditions and the PLEG's health.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { aggregateErrors, RuntimeState } from '../../../src/agent/runtime-state.js';
+import { RuntimeState } from '../../../src/agent/runtime-state.js';
+import { aggregateErrors } from '../../../src/util/errors.js';
 import { silentLogger } from '../../../src/observability/logger.js';
 import { GenericPLEG } from '../../../src/pleg/generic-pleg.js';
 import { goDuration } from '../../../src/util/duration.js';

@@ -4,7 +4,7 @@
 // ~70 MB more at rest with 110 pods (bench/README.md has the measurements).
 import { fileURLToPath } from 'node:url';
 import { Agent } from '../agent/agent.js';
-import { ConfigError } from '../config/config.js';
+import { ConfigError, parseDuration } from '../config/config.js';
 import { createLogger } from '../observability/logger.js';
 import { flagsHelp, parseRunArgs, UsageError } from './flags.js';
 
@@ -15,7 +15,7 @@ const help = `nodelet ${NODELET_VERSION}: a Kubernetes node agent
 
 Usage:
   nodelet run [--config FILE] [flags]   serve a node: run the pods bound to it through CRI
-  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|launcher|proot] [--cni-conf-dir DIR] [--cni-bin-dir DIR:DIR]
+  nodelet runtime serve --socket PATH [--root DIR] [--images-dir DIR] [--isolation auto|launcher|proot] [--cni-conf-dir DIR] [--cni-bin-dir DIR:DIR] [--registry-certs-dir DIR] [--image-pull-progress-deadline 1m]
                                         the process runtime: a CRI v1 server running containers as host
                                         processes (its launcher, or proot), for nodelet, crictl, critest
   nodelet images import FILE.tar [--root DIR]
@@ -88,11 +88,14 @@ function options(args: string[], allowed: string[]): { values: Record<string, st
 const DEFAULT_PROCESS_ROOT = '/var/lib/nodelet/process';
 
 async function runtimeServe(args: string[]): Promise<void> {
-  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'isolation', 'cni-conf-dir', 'cni-bin-dir', 'log-level', 'log-format']);
+  const { values, rest } = options(args, ['socket', 'root', 'images-dir', 'isolation', 'cni-conf-dir', 'cni-bin-dir', 'registry-certs-dir', 'image-pull-progress-deadline', 'log-level', 'log-format']);
   if (rest.length) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
   if (!values.socket) throw new UsageError('--socket is required');
   const isolation = values.isolation ?? 'auto';
   if (!['auto', 'launcher', 'proot'].includes(isolation)) throw new UsageError(`--isolation: ${JSON.stringify(isolation)} is not one of auto, launcher, proot`);
+  const deadline = values['image-pull-progress-deadline'];
+  const deadlineMs = deadline === undefined ? undefined : parseDuration(deadline);
+  if (deadlineMs === undefined && deadline !== undefined) throw new UsageError(`--image-pull-progress-deadline: ${JSON.stringify(deadline)} is not a duration such as 30s or 1m`);
   const logger = createLogger({ level: (values['log-level'] as never) ?? 'info', format: (values['log-format'] as never) ?? undefined });
   const { ProcessRuntime } = await import('../procruntime/runtime.js');
   const { ProcessRuntimeServer } = await import('../procruntime/server.js');
@@ -102,6 +105,8 @@ async function runtimeServe(args: string[]): Promise<void> {
     isolation: isolation === 'auto' ? undefined : (isolation as 'launcher' | 'proot'),
     cniConfDir: values['cni-conf-dir'],
     cniBinDirs: values['cni-bin-dir']?.split(':').filter(Boolean),
+    registryCertsDir: values['registry-certs-dir'] ?? '/etc/containerd/certs.d',
+    pullProgressTimeoutMs: deadlineMs,
     log: (m, f) => logger.info(m, f),
   });
   await runtime.start();

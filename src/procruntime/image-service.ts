@@ -2,7 +2,7 @@
 // that a container still uses is not removed (containerd refuses too).
 import { statfsSync } from 'node:fs';
 import type { ImageService } from '../cri/services.js';
-import type { Image, ImageFsInfoResponse, ImageSpec, ImageStatusResponse } from '../cri/types.js';
+import type { AuthConfig, Image, ImageFsInfoResponse, ImageSpec, ImageStatusResponse } from '../cri/types.js';
 import { FailedPreconditionError } from './errors.js';
 import type { ImageStore, StoredImage } from './image-store.js';
 import { nowNs } from './records.js';
@@ -40,8 +40,9 @@ export class ProcessImageService implements ImageService {
     return { image: img ? this.view(img) : null, info: {} } as unknown as ImageStatusResponse;
   }
 
-  async pullImage(image: ImageSpec): Promise<string> {
-    return (await this.images.pull(image.image ?? '')).id;
+  /** From the images directory if an archive there names it, else from its registry with `auth`. */
+  async pullImage(image: ImageSpec, auth?: AuthConfig): Promise<string> {
+    return (await this.images.pull(image.image ?? '', auth)).id;
   }
 
   async removeImage(image: ImageSpec): Promise<void> {

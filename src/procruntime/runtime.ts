@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type {
+  AuthConfig,
   Container,
   ContainerConfig,
   ContainerFilter,
@@ -59,8 +60,12 @@ const run = promisify(execFile);
 export interface ProcessRuntimeOptions {
   /** State directory (sandboxes, containers, images). */
   root: string;
-  /** Where PullImage looks for `<name>_<tag>.tar` archives. */
+  /** Where PullImage looks for `<name>_<tag>.tar` archives (an offline source, tried before the registry). */
   imagesDir?: string;
+  /** Registries' CAs in docker/containerd's certs.d layout: `<dir>/<host:port>/*.crt` (added to the system CAs). */
+  registryCertsDir?: string;
+  /** A pull that receives no bytes for this long is aborted (default 60 s). */
+  pullProgressTimeoutMs?: number;
   /** The node's IP (what proot's pods, which share the host's network, report). */
   hostIP?: string;
   /** Which isolation to use; probed when not given (the launcher where it can run, else proot). */
@@ -97,7 +102,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.store = new RecordStore(opts.root);
-    this.images = new ImageStore(join(opts.root, 'images'), opts.imagesDir);
+    this.images = new ImageStore(join(opts.root, 'images'), opts.imagesDir, { certsDir: opts.registryCertsDir, progressTimeoutMs: opts.pullProgressTimeoutMs });
     this.imageService = new ProcessImageService(this.images, (imageId) => [...this.containers.values()].some((c) => c.imageId === imageId));
     this.hostIP = opts.hostIP ?? hostIPv4();
     this.sandboxes = new Sandboxes({
@@ -536,8 +541,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return this.imageService.imageStatus(image);
   }
 
-  pullImage(image: ImageSpec): Promise<string> {
-    return this.imageService.pullImage(image);
+  pullImage(image: ImageSpec, auth?: AuthConfig): Promise<string> {
+    return this.imageService.pullImage(image, auth);
   }
 
   removeImage(image: ImageSpec): Promise<void> {

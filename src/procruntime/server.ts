@@ -75,7 +75,7 @@ export class ProcessRuntimeServer {
     const img: Record<string, Handler> = {
       ListImages: async () => ({ images: await r.listImages() }),
       ImageStatus: async (q) => r.imageStatus(q.image ?? {}),
-      PullImage: async (q) => ({ image_ref: await r.pullImage(q.image ?? {}) }),
+      PullImage: async (q) => ({ image_ref: await r.pullImage(q.image ?? {}, q.auth ?? undefined) }),
       RemoveImage: async (q) => (await r.removeImage(q.image ?? {}), {}),
       ImageFsInfo: async () => r.imageFsInfo(),
     };

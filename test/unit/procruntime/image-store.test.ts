@@ -85,7 +85,16 @@ test('pull finds <name>_<tag>.tar in the images directory; references normalise 
   await store.load();
   const img = await store.pull('example.test/pulled:3');
   assert.deepEqual(img.repoTags, ['example.test/pulled:3']);
-  await assert.rejects(store.pull('example.test/absent:1'), /no archive .*absent_1\.tar/);
+  assert.deepEqual(img.repoDigests.map((d) => d.split('@')[0]), ['example.test/pulled']);
+  // No archive, or one that names another image: the reference's registry is asked (nothing listens here).
+  await assert.rejects(store.pull('127.0.0.1:1/absent:1'), /failed to pull and unpack image "127\.0\.0\.1:1\/absent:1": .*connect: connection refused/);
+  execFileSync('cp', [archive('other', 'example.test/other:1', [{ 'o': 'o' }]), join(imagesDir, 'pulled_4.tar')]);
+  await assert.rejects(store.pull('127.0.0.1:1/pulled:4'), /connection refused/);
+  assert.equal(store.list().length, 1, 'the archive that names another image was not imported');
+  // An archive name with a registry port keeps the port out of its repo digest.
+  execFileSync('cp', [archive('ported', 'localhost:5000/team/ported:2', [{ 'p': 'p' }]), join(imagesDir, 'ported_2.tar')]);
+  const ported = await store.pull('localhost:5000/team/ported:2');
+  assert.match(ported.repoDigests[0]!, /^localhost:5000\/team\/ported@sha256:[0-9a-f]{64}$/);
 });
 
 test('argv: command replaces ENTRYPOINT, args replaces CMD', () => {

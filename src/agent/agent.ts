@@ -190,6 +190,8 @@ export class Agent implements PodSyncer {
         hostIP: opts.nodeIP || undefined,
         cniConfDir: pr.cniConfDir,
         cniBinDirs: pr.cniBinDir.split(':').filter(Boolean),
+        registryCertsDir: pr.registryCertsDir || undefined,
+        pullProgressTimeoutMs: opts.imagePullProgressDeadlineMs,
         log: (m, f) => this.logger.info(m, f),
       });
       await runtime.start();

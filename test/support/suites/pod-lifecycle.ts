@@ -55,9 +55,13 @@ test('a pod with two containers runs: Running, both ready, a pod IP, real contai
     assert.equal(cs.restartCount, 0);
     assert.ok(cs.state?.running?.startedAt);
     assert.equal(cs.image, env.testImage);
-    assert.match(cs.imageID, /^sha256:/);
     assert.ok(cs.containerID!.startsWith(`${rt.idScheme}://`), cs.containerID);
     const id = cs.containerID!.replace(`${rt.idScheme}://`, '');
+    // The runtime's image_ref: an image ID, or a repo digest when the image came from a registry
+    // (containerd names it so once any tag of that image was pulled, as the kubelet reports too).
+    const imageRef = (await cri.containerStatus(id)).status?.image_ref;
+    assert.match(cs.imageID, /^(\S+@)?sha256:[0-9a-f]{64}$/);
+    assert.equal(cs.imageID, imageRef);
     const match = inRuntime.find((c) => c.id === id);
     assert.ok(match, `${cs.containerID} exists in containerd`);
     assert.equal(match.labels['io.kubernetes.container.name'], cs.name);

@@ -6,8 +6,8 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createPrivateKey, randomBytes, sign, X509Certificate } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../support/cluster.js';
 
 export * from './registry-push.js';
 export * from './registry-proxy.js';
@@ -47,16 +47,6 @@ export function trustIn(certsDir: string, caFile: string, ...hosts: string[]): v
   }
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 

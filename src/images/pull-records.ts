@@ -131,8 +131,4 @@ export class PullRecords {
     rec.credentials[repositoryOf(image)]!.secrets!.push({ ...c.source, hash: c.hash });
     this.write(this.pulledDir, sha(rec.imageRef), JSON.stringify(rec));
   }
-
-  size(): number {
-    return this.pulled.size;
-  }
 }

@@ -209,7 +209,7 @@ start kube-apiserver "$APISERVER_BIN" \
   --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
   --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --kubelet-certificate-authority "$pki/ca.crt" \
-  --authorization-mode RBAC \
+  --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
   --api-audiences https://kubernetes.default.svc.cluster.local \

@@ -14,8 +14,15 @@ export interface Cgroups {
   /** 'v1', 'v2', or why limits cannot be applied. */
   mode: 'v1' | 'v2' | 'none';
   detail: string;
-  /** Creates the container's cgroups with limits; returns the cgroup.procs files to join. */
+  /**
+   * Creates the container's cgroups with limits; returns the cgroup.procs files to join: its own,
+   * and on v1 the runtime's cgroup in every other hierarchy, so that nothing of the container stays
+   * in the cgroups of whoever started the runtime (a DaemonSet pod's container, whose end kills
+   * every process left in its cgroups).
+   */
   create(id: string, limits: CgroupLimits): string[];
+  /** The cgroup.procs files for the runtime's helpers that outlive it (a pod's PID namespace holder). */
+  helpers(): string[];
   /** Sets a running container's limits anew (a resize), unset ones lifted; throws what the kernel refused. */
   update(id: string, limits: CgroupLimits): void;
   /** Whether the cgroup recorded an OOM kill. */
@@ -28,6 +35,13 @@ export interface Cgroups {
 }
 
 const ROOT = '/sys/fs/cgroup';
+
+/**
+ * A shell prologue for a process the runtime starts outside its own process tree: it moves itself
+ * into the cgroups named by NODELET_CGROUP_PROCS (cgroup.procs files; one it may not join is left)
+ * before exec'ing what follows, so that its children are born there.
+ */
+export const JOIN_CGROUPS_SH = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
 const PARENT = 'nodelet-process';
 
 function tryWrite(path: string, value: string): boolean {
@@ -78,6 +92,12 @@ export function detectCgroups(): Cgroups {
           if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(cpuWeight(l.cpuShares)));
           return [join(d, 'cgroup.procs')];
         },
+        helpers() {
+          // A leaf: a cgroup with controllers enabled for its children may hold no process itself.
+          const d = join(dir, 'helpers');
+          mkdirSync(d, { recursive: true });
+          return [join(d, 'cgroup.procs')];
+        },
         update(id, l) {
           const d = join(dir, id);
           mustWrite(join(d, 'memory.max'), l.memoryBytes ? String(l.memoryBytes) : 'max');
@@ -118,6 +138,8 @@ export function detectCgroups(): Cgroups {
       mkdirSync(mem, { recursive: true });
       mkdirSync(cpu, { recursive: true });
       if (ownAcct) mkdirSync(ownAcct, { recursive: true });
+      const limited = [join(ROOT, 'memory'), join(ROOT, 'cpu'), ...(acctRoot ? [acctRoot] : [])].map((d) => realpathSync(d));
+      const others = otherHierarchies(limited);
       return {
         mode: 'v1',
         detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
@@ -131,6 +153,7 @@ export function detectCgroups(): Cgroups {
             mkdirSync(join(ownAcct, id), { recursive: true });
             procs.push(join(ownAcct, id, 'cgroup.procs'));
           }
+          procs.push(...others());
           if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
           if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
           if (l.cpuQuotaUs && l.cpuPeriodUs) {
@@ -145,6 +168,7 @@ export function detectCgroups(): Cgroups {
           if (l.cpuPeriodUs) mustWrite(join(cpu, id, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
           mustWrite(join(cpu, id, 'cpu.cfs_quota_us'), l.cpuQuotaUs ? String(l.cpuQuotaUs) : '-1');
         },
+        helpers: () => [join(mem, 'cgroup.procs'), join(cpu, 'cgroup.procs'), ...(ownAcct ? [join(ownAcct, 'cgroup.procs')] : []), ...others()],
         usage: (id) => readCgroupV1(join(mem, id), acct ? join(acct, id) : undefined),
         processCount: (id) => countProcs(join(mem, id, 'cgroup.procs')),
         oomKilled(id) {
@@ -171,7 +195,41 @@ export function detectCgroups(): Cgroups {
   return none('no cgroup controllers are mounted');
 }
 
+/**
+ * The runtime's cgroup (PARENT, no limits) in every cgroup v1 hierarchy but the limited ones, and
+ * in the unified one of a hybrid host: made when first asked for, and again if it was removed.
+ */
+function otherHierarchies(limited: string[]): () => string[] {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => {
+      const f = l.split(' ');
+      const dash = f.indexOf('-');
+      return { point: f[4] ?? '', fstype: dash > 0 ? f[dash + 1] : '' };
+    })
+    .filter((m) => (m.fstype === 'cgroup' || m.fstype === 'cgroup2') && m.point.startsWith(`${ROOT}/`))
+    .map((m) => m.point)
+    .filter((p) => !limited.includes(p));
+  return () => {
+    const procs: string[] = [];
+    for (const h of mounts) {
+      const d = join(h, PARENT);
+      try {
+        if (!existsSync(d)) {
+          mkdirSync(d);
+          // A new cpuset cgroup has no CPUs or memory nodes: no process may join it until it has the root's.
+          for (const f of ['cpuset.cpus', 'cpuset.mems']) if (existsSync(join(h, f))) writeFileSync(join(d, f), readFileSync(join(h, f)));
+        }
+        procs.push(join(d, 'cgroup.procs'));
+      } catch {
+        /* a hierarchy we may not write: the process stays where it is there */
+      }
+    }
+    return procs;
+  };
+}
+
 function none(detail: string): Cgroups {
   // Without cgroups no limit was applied at the start either: a resize has nothing to change.
-  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], update: () => undefined, oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
+  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], helpers: () => [], update: () => undefined, oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
 }

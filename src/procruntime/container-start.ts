@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import type { ContainerConfig, LinuxContainerResources, PodSandboxConfig } from '../cri/types.js';
 import type { Isolation, LaunchNamespaces, LaunchSpec } from './isolation.js';
 import type { StoredImage } from './image-store.js';
-import type { CgroupLimits } from './cgroups.js';
+import { JOIN_CGROUPS_SH, type CgroupLimits } from './cgroups.js';
 import type { ContainerRecord } from './records.js';
 import { bytesToString, criMounts, DEFAULT_PATH, missingExecutable } from './container-files.js';
 import { execedFromParent, procStart, processGroup } from './procfs.js';
@@ -149,7 +149,7 @@ export async function spawnContainer(
   const { cgroupProcs, stdin, stderrOffset } = opts;
   // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
   // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
-  const joinCgroups = 'for p in $NODELET_CGROUP_PROCS; do echo $$ > "$p" 2>/dev/null; done; unset NODELET_CGROUP_PROCS';
+  const joinCgroups = JOIN_CGROUPS_SH;
   // The launcher reports the container's PID and exit code itself (fd 3). proot does not: the shell
   // stays as the container's monitor, the leader of its process group, and reports both (it
   // outlives the signals sent to the group: a handler, not an ignore, which the command would inherit).

@@ -133,7 +133,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.isolation = iso.isolation;
     this.isolationDetail = iso.detail;
     this.cgroups = detectCgroups();
-    if (this.isolation !== 'proot') this.namespaces = new SandboxNamespaceManager({ confDir: this.opts.cniConfDir ?? '/etc/cni/net.d', binDirs: this.opts.cniBinDirs ?? ['/usr/lib/cni', '/opt/cni/bin'] });
+    if (this.isolation !== 'proot') {
+      const cgroups = this.cgroups;
+      this.namespaces = new SandboxNamespaceManager({ confDir: this.opts.cniConfDir ?? '/etc/cni/net.d', binDirs: this.opts.cniBinDirs ?? ['/usr/lib/cni', '/opt/cni/bin'] }, () => cgroups.helpers());
+    }
     this.log('process runtime started', { isolation: this.isolation ?? 'none', detail: iso.detail, cgroups: this.cgroups.detail });
     for (const sb of state.sandboxes) this.sandboxes.records.set(sb.id, sb);
     for (const c of state.containers) this.containers.set(c.id, c);

@@ -9,6 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerConfig, PodSandboxConfig } from '../cri/types.js';
+import { JOIN_CGROUPS_SH } from './cgroups.js';
 import { launcherPath, type LaunchNamespaces } from './isolation.js';
 import { Cni, loadNetworkList, podIPs, type Attachment, type CniResult, type NetworkList } from './cni.js';
 import { InvalidArgumentError } from './errors.js';
@@ -72,7 +73,11 @@ export function sysctlRefusal(key: string, ns: Pick<SandboxNamespaces, 'net' | '
 export class SandboxNamespaceManager {
   private readonly cni: Cni;
 
-  constructor(private readonly net: NetworkOptions) {
+  /** `helperCgroups`: where a process of the sandbox's (its PID namespace holder) goes, out of the runtime's cgroups. */
+  constructor(
+    private readonly net: NetworkOptions,
+    private readonly helperCgroups: () => string[] = () => [],
+  ) {
     this.cni = new Cni(net.binDirs);
   }
 
@@ -117,7 +122,7 @@ export class SandboxNamespaceManager {
       await run('mount', ['-t', 'tmpfs', '-o', 'nosuid,nodev,noexec,mode=1777,size=65536k', 'shm', ns.shm]);
     }
     if (m.pid === 'POD') {
-      ns.pidHolder = await startPidHolder(nsDir);
+      ns.pidHolder = await startPidHolder(nsDir, this.helperCgroups());
     }
     await record(ns);
     await this.setSysctls(ns, config.linux?.sysctls ?? {});
@@ -196,11 +201,12 @@ const LOOPBACK: NetworkList = { cniVersion: '1.0.0', name: 'cni-loopback', plugi
  * The pod's PID namespace is held by a process of its own (the launcher's reaper as its init,
  * which reaps what its containers leave behind), started outside the runtime's process tree.
  */
-async function startPidHolder(nsDir: string): Promise<{ pid: number; pidStart?: string }> {
+async function startPidHolder(nsDir: string, cgroupProcs: string[]): Promise<{ pid: number; pidStart?: string }> {
   const statusPath = join(nsDir, 'pid-holder.json');
   const status = openSync(statusPath, 'w');
-  const child = spawn('setsid', ['-f', launcherPath(), '--status-fd', '3', '--unshare-pid', '--reaper'], {
+  const child = spawn('setsid', ['-f', 'sh', '-c', `${JOIN_CGROUPS_SH}; exec "$@"`, 'sh', launcherPath(), '--status-fd', '3', '--unshare-pid', '--reaper'], {
     stdio: ['ignore', 'ignore', 'ignore', status],
+    env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: cgroupProcs.join(' ') },
     detached: true,
   });
   await new Promise<void>((resolve, reject) => {

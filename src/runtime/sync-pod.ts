@@ -34,8 +34,10 @@ export function doBackOff(deps: RuntimeManagerDeps, pod: V1Pod, container: V1Con
   const exitedAt = last.finishedAt;
   const backoff = deps.crashLoopBackoff;
   if (backoff.isInBackOffSince(key, exitedAt)) {
-    deps.recorder.event(containerRef(pod, container.name), 'Warning', EventReasons.BackOffStartContainer, 'Back-off restarting failed container');
-    const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${meta.name}_${meta.namespace}(${meta.uid})`;
+    const podText = `${meta.name}_${meta.namespace}(${meta.uid})`;
+    // The kubelet's wording since 1.27 names the container and the pod.
+    deps.recorder.event(containerRef(pod, container.name), 'Warning', EventReasons.BackOffStartContainer, `Back-off restarting failed container ${container.name} in pod ${podText}`);
+    const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${podText}`;
     return { inBackOff: true, message, remainingMs: backoff.remaining(key, exitedAt) };
   }
   backoff.next(key, exitedAt);

@@ -92,7 +92,7 @@ test('a crash-looping container: restarts grow, CrashLoopBackOff between them, b
   assert.equal(cs.lastState?.terminated?.reason, 'Error');
   const backOff = (await podEvents(pod)).filter((e) => e.reason === 'BackOff');
   assert.equal(backOff.length, 1, 'repeats aggregate into one Event');
-  assert.equal(backOff[0]!.message, 'Back-off restarting failed container');
+  assert.equal(backOff[0]!.message, `Back-off restarting failed container c in pod ${pod.metadata!.name}_${pod.metadata!.namespace}(${pod.metadata!.uid})`);
   assert.equal(backOff[0]!.type, 'Warning');
   assert.equal(backOff[0]!.involvedObject.fieldPath, 'spec.containers{c}');
   assert.ok((backOff[0]!.count ?? 0) > 1, `BackOff count ${backOff[0]!.count}`);

@@ -39,7 +39,12 @@ export function oid(dotted: string): Buffer {
 
 function integer(value: Buffer | number): Buffer {
   let b = typeof value === 'number' ? Buffer.from([value]) : value;
-  // Positive: a leading 0x00 when the top bit is set.
+  // DER wants the shortest form: no leading zero bytes (a random serial may start with some;
+  // OpenSSL refuses such a certificate with "illegal padding")...
+  let start = 0;
+  while (start < b.length - 1 && b[start] === 0 && !(b[start + 1]! & 0x80)) start++;
+  b = b.subarray(start);
+  // ...and positive: a leading 0x00 when the top bit is set.
   if (b[0]! & 0x80) b = Buffer.concat([Buffer.from([0]), b]);
   return der(0x02, b);
 }

@@ -42,3 +42,12 @@ test('a self-signed serving certificate: valid for its names, and a TLS handshak
   server.close();
   assert.equal(got, 'hi');
 });
+
+test('serial numbers in the shortest DER form: a serial that starts with zero bytes still parses (OpenSSL refuses padding)', () => {
+  const key = newKey();
+  // Enough certificates that some serials start with 0x00 (1 in 128 of them) or more.
+  for (let i = 0; i < 600; i++) {
+    const pem = selfSignedCertificate(key, { commonName: 'x' }, [], new Date(), 1);
+    assert.doesNotThrow(() => new X509Certificate(pem), `certificate ${i}`);
+  }
+});

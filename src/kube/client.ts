@@ -1,6 +1,7 @@
 // The agent's API calls, behind a small interface so the rest of the code is testable without HTTP.
 import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodList, V1PodStatus, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { UserInfo } from '../server/auth.js';
+import type { CsrObject } from './certificate-manager.js';
 import { podStatusPatch, STRATEGIC_MERGE_PATCH } from '../status/patch.js';
 import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
 import type { RuntimeClass } from './runtime-class.js';
@@ -47,6 +48,7 @@ export interface NodeApi {
 }
 
 const MERGE_PATCH = 'application/merge-patch+json';
+const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 const enc = encodeURIComponent;
 
 export class KubeClient implements PodApi, EventApi, NodeApi {
@@ -181,12 +183,17 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
     return { allowed: res.status?.allowed === true, reason: res.status?.reason };
   }
 
-  createCsr(body: object): Promise<{ metadata?: { name?: string } }> {
-    return this.rest.request('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', { body });
+  createCsr(body: object): Promise<CsrObject> {
+    return this.rest.request('POST', CSRS, { body });
   }
 
-  getCsr(name: string): Promise<{ status?: { certificate?: string; conditions?: Array<{ type: string; message?: string }> } } | undefined> {
-    return this.getOrUndefined(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${enc(name)}`);
+  getCsr(name: string): Promise<CsrObject | undefined> {
+    return this.getOrUndefined(`${CSRS}/${enc(name)}`);
+  }
+
+  /** Events of one CSR, from `resourceVersion` on (a watch by name, as the kubelet waits for its certificate). */
+  watchCsr(name: string, resourceVersion: string, onEvent: (type: string, csr: CsrObject) => void): { done: Promise<void>; abort(): void } {
+    return this.rest.watch(CSRS, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: 300 }, (type, obj) => onEvent(type, obj as CsrObject));
   }
 
   listServices(namespace: string): Promise<{ items: V1Service[]; metadata?: { resourceVersion?: string } }> {

@@ -7,13 +7,14 @@ import { join } from 'node:path';
 import type { NodeletConfig } from '../config/config.js';
 import type { KubeClient } from '../kube/client.js';
 import { NodeAuth } from './auth.js';
-import { CsrCertificateManager, selfSigned } from './certificates.js';
+import type { CertificateManager } from '../kube/certificate-manager.js';
+import { selfSigned, servingCertificateManager } from './certificates.js';
 import { configz } from './configz.js';
 import { NodeServer, type NodeServerHost } from './node-server.js';
 
 export interface NodeApi {
   server: NodeServer;
-  certificates?: CsrCertificateManager;
+  certificates?: CertificateManager;
   /** Ports bound (0: not served). */
   ports: { port: number; healthzPort: number; readOnlyPort: number };
 }
@@ -61,7 +62,7 @@ export async function startNodeApi(config: NodeletConfig, host: Omit<NodeServerH
       ports.port = await server.listenSecure(config.address, config.port, { cert: readPem('tlsCertFile', config.tlsCertFile), key: readPem('tlsPrivateKeyFile', config.tlsPrivateKeyFile), clientCA });
     } else if (config.serverTLSBootstrap && kube) {
       // The port opens with the first certificate; renewals replace it for new connections.
-      api.certificates = new CsrCertificateManager({
+      api.certificates = servingCertificateManager({
         api: kube,
         nodeName: config.nodeName,
         sans,

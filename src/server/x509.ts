@@ -1,7 +1,8 @@
-// The two X.509 documents the node API needs to make itself, in DER as RFC 2986 and RFC 5280
-// lay them out: a certificate signing request for the kubelet-serving signer (subject
-// O=system:nodes, CN=system:node:<name>, the node's names as subjectAltName), and a self-signed
-// serving certificate for when no signer is asked. Keys are ECDSA P-256, signed with SHA-256.
+// The X.509 documents a node makes itself, in DER as RFC 2986 and RFC 5280 lay them out:
+// certificate signing requests (subject O=system:nodes, CN=system:node:<name>; a serving one names
+// the node's addresses as subjectAltName, a client one names none), and certificates signed by a
+// key of ours (the node API's self-signed one, and test signers). Keys are ECDSA P-256, signed with
+// SHA-256. Reading goes no further than a request's public key.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 
@@ -67,6 +68,7 @@ const OID = {
   extKeyUsage: '2.5.29.37',
   basicConstraints: '2.5.29.19',
   serverAuth: '1.3.6.1.5.5.7.3.1',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
 };
 
 export interface Subject {
@@ -130,27 +132,86 @@ export function keyFromPem(text: string): KeyPair {
   return { privateKey, publicKey: createPublicKey(privateKey), privateKeyPem: text };
 }
 
-/** A PKCS#10 request for `subject` with `sans` in an extensionRequest attribute, as PEM. */
+/** A PKCS#10 request for `subject`, with `sans` (if any) in an extensionRequest attribute, as PEM. */
 export function certificateRequest(key: KeyPair, subject: Subject, sans: string[]): string {
   const spki = key.publicKey.export({ type: 'spki', format: 'der' });
-  const extReq = seq(oid(OID.extensionRequest), set(seq(extension(OID.subjectAltName, altNames(sans)))));
-  const info = seq(integer(0), name(subject), spki, der(0xa0, extReq));
+  // No names, no attribute: the kube-apiserver-client-kubelet signer refuses any subjectAltName.
+  const attributes = sans.length ? [seq(oid(OID.extensionRequest), set(seq(extension(OID.subjectAltName, altNames(sans)))))] : [];
+  const info = seq(integer(0), name(subject), spki, der(0xa0, ...attributes));
   return pem('CERTIFICATE REQUEST', signed(info, key.privateKey));
+}
+
+/** One DER element of `buf` at `at`: where its contents start and where it ends. */
+function element(buf: Buffer, at: number): { tag: number; start: number; end: number } {
+  const tag = buf[at]!;
+  let n = buf[at + 1]!;
+  let start = at + 2;
+  if (n & 0x80) {
+    const bytes = n & 0x7f;
+    n = 0;
+    for (let i = 0; i < bytes; i++) n = n * 256 + buf[start + i]!;
+    start += bytes;
+  }
+  if (start + n > buf.length) throw new Error('truncated DER');
+  return { tag, start, end: start + n };
+}
+
+/** The public key a PKCS#10 request (PEM) asks a certificate for. */
+export function requestPublicKey(csrPem: string): KeyObject {
+  const body = Buffer.from(csrPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  const outer = element(body, 0);
+  const info = element(body, outer.start);
+  const version = element(body, info.start);
+  const subject = element(body, version.end);
+  const spki = element(body, subject.end);
+  if (outer.tag !== 0x30 || info.tag !== 0x30 || spki.tag !== 0x30) throw new Error('not a certificate request');
+  return createPublicKey({ key: body.subarray(subject.end, spki.end), format: 'der', type: 'spki' });
+}
+
+/** Whether two keys are the same public key. */
+export function samePublicKey(a: KeyObject, b: KeyObject): boolean {
+  const der = (k: KeyObject) => (k.type === 'private' ? createPublicKey(k) : k).export({ type: 'spki', format: 'der' });
+  return der(a).equals(der(b));
+}
+
+export interface CertificateSpec {
+  subject: Subject;
+  /** The key the certificate is for. */
+  publicKey: KeyObject;
+  /** Who signs it: its key and its subject (the same as `subject` for a self-signed one). */
+  issuer: { key: KeyObject; subject: Subject };
+  sans: string[];
+  notBefore: Date;
+  notAfter: Date;
+  usage: 'server' | 'client';
+}
+
+/** A certificate as PEM, signed by `spec.issuer.key` (an ECDSA P-256 key). */
+export function signCertificate(spec: CertificateSpec): string {
+  const spki = spec.publicKey.export({ type: 'spki', format: 'der' });
+  const serial = randomBytes(16);
+  serial[0]! &= 0x7f;
+  const exts = seq(
+    // digitalSignature (bit 0) only: an ECDSA key signs its handshakes.
+    extension(OID.keyUsage, der(0x03, Buffer.from([7, 0x80])), true),
+    extension(OID.extKeyUsage, seq(oid(spec.usage === 'server' ? OID.serverAuth : OID.clientAuth))),
+    extension(OID.basicConstraints, seq(), true),
+    ...(spec.sans.length ? [extension(OID.subjectAltName, altNames(spec.sans))] : []),
+  );
+  const tbs = seq(der(0xa0, integer(2)), integer(serial), seq(oid(OID.ecdsaSha256)), name(spec.issuer.subject), seq(time(spec.notBefore), time(spec.notAfter)), name(spec.subject), spki, der(0xa3, exts));
+  return pem('CERTIFICATE', signed(tbs, spec.issuer.key));
 }
 
 /** A self-signed serving certificate for `sans`, valid from now for `days`. */
 export function selfSignedCertificate(key: KeyPair, subject: Subject, sans: string[], now: Date, days: number): string {
-  const spki = key.publicKey.export({ type: 'spki', format: 'der' });
-  const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
-  const notAfter = new Date(now.getTime() + days * 86_400_000);
-  const exts = seq(
-    // digitalSignature (bit 0) only: an ECDSA server key signs its handshakes.
-    extension(OID.keyUsage, der(0x03, Buffer.from([7, 0x80])), true),
-    extension(OID.extKeyUsage, seq(oid(OID.serverAuth))),
-    extension(OID.basicConstraints, seq(), true),
-    extension(OID.subjectAltName, altNames(sans)),
-  );
-  const tbs = seq(der(0xa0, integer(2)), integer(serial), seq(oid(OID.ecdsaSha256)), name(subject), seq(time(new Date(now.getTime() - 60_000)), time(notAfter)), name(subject), spki, der(0xa3, exts));
-  return pem('CERTIFICATE', signed(tbs, key.privateKey));
+  return signCertificate({
+    subject,
+    publicKey: key.publicKey,
+    issuer: { key: key.privateKey, subject },
+    sans,
+    // A minute back, for clocks a little behind ours.
+    notBefore: new Date(now.getTime() - 60_000),
+    notAfter: new Date(now.getTime() + days * 86_400_000),
+    usage: 'server',
+  });
 }

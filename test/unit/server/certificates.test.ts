@@ -1,73 +1,72 @@
-// The serving certificate's sources without files: a CSR to the kubelet-serving signer (an
-// in-memory API that signs after a while, or refuses), kept on disk and renewed at 70-90% of its
-// life; and a self-signed one made once.
+// The serving certificate's sources without files: CSRs to the kubelet-serving signer through the
+// certificate manager the client certificate uses too (an in-memory API that signs, or refuses),
+// kept in certDir and found again by the next start; and a self-signed one made once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CsrCertificateManager, renewAt, selfSigned, type CsrApi, type ServingCertificate } from '../../../src/server/certificates.js';
-import { newKey, selfSignedCertificate } from '../../../src/server/x509.js';
+import { selfSigned, servingCertificateManager, type ServingCertificate } from '../../../src/server/certificates.js';
 import { silentLogger } from '../../../src/observability/logger.js';
-import { realClock } from '../../../src/util/clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { FakeCsrServer } from '../kube/fake-csr-api.js';
 
-test('renewal falls between 70% and 90% of the certificate\'s life', () => {
-  assert.equal(renewAt(0, 1000, 0), 700);
-  assert.equal(renewAt(0, 1000, 1), 900);
-});
+const settle = async () => {
+  for (let i = 0; i < 40; i++) await new Promise((r) => setImmediate(r));
+};
 
-class Signer implements CsrApi {
-  requests: Array<{ spec: { request: string; signerName: string; usages: string[] } }> = [];
-  polls = 0;
-  constructor(private readonly verdict: 'sign' | 'deny') {}
-  async createCsr(body: object) {
-    this.requests.push(body as never);
-    return { metadata: { name: `csr-${this.requests.length}` } };
-  }
-  async getCsr() {
-    if (++this.polls < 3) return { status: {} };
-    if (this.verdict === 'deny') return { status: { conditions: [{ type: 'Denied', message: 'not this node' }] } };
-    return { status: { certificate: Buffer.from(selfSignedCertificate(newKey(), { commonName: 'system:node:n1' }, ['vm'], new Date(), 1)).toString('base64') } };
-  }
-}
-
-test('a CSR for kubernetes.io/kubelet-serving: the issued certificate is used, kept with its key, and found again by the next start', async () => {
+test('a CSR for kubernetes.io/kubelet-serving, asked by the node: the issued certificate is used, kept with its key, and found again by the next start', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'certs-'));
-  const api = new Signer('sign');
+  const clock = new FakeClock();
+  const server = new FakeCsrServer(clock);
+  const api = server.as('system:node:n1');
   const got: ServingCertificate[] = [];
-  const m = new CsrCertificateManager({ api, nodeName: 'n1', sans: () => ['vm', '127.0.0.1'], certDir: dir, clock: realClock, logger: silentLogger(), onCertificate: (c) => got.push(c), pollMs: 5 });
+  const m = servingCertificateManager({ api, nodeName: 'n1', sans: () => ['vm', '127.0.0.1'], certDir: dir, clock, logger: silentLogger(), onCertificate: (c) => got.push(c) });
   m.start();
-  while (got.length === 0) await new Promise((r) => setTimeout(r, 10));
+  clock.step(0);
+  await settle();
   m.stop();
-  const req = api.requests[0]!.spec;
-  assert.equal(req.signerName, 'kubernetes.io/kubelet-serving');
-  assert.deepEqual(req.usages, ['digital signature', 'server auth']);
-  const text = spawnSync('openssl', ['req', '-noout', '-text'], { input: Buffer.from(req.request, 'base64'), encoding: 'utf8' }).stdout;
+  assert.equal(got.length, 1);
+  const [csr] = server.list();
+  assert.equal(csr!.spec.signerName, 'kubernetes.io/kubelet-serving');
+  assert.equal(csr!.spec.username, 'system:node:n1');
+  assert.deepEqual(csr!.spec.usages, ['digital signature', 'server auth']);
+  const text = spawnSync('openssl', ['req', '-noout', '-text'], { input: Buffer.from(csr!.spec.request, 'base64'), encoding: 'utf8' }).stdout;
   assert.match(text, /O ?= ?system:nodes, CN ?= ?system:node:n1/);
   assert.match(text, /DNS:vm, IP Address:127.0.0.1/);
-  const kept = readFileSync(join(dir, 'nodelet-server-current.pem'), 'utf8');
-  assert.match(kept, /BEGIN CERTIFICATE[\s\S]*BEGIN EC PRIVATE KEY/);
-  assert.equal(statSync(join(dir, 'nodelet-server-current.pem')).mode & 0o777, 0o600);
+  const current = join(dir, 'nodelet-server-current.pem');
+  assert.ok(lstatSync(current).isSymbolicLink());
+  assert.match(readFileSync(current, 'utf8'), /BEGIN CERTIFICATE[\s\S]*BEGIN EC PRIVATE KEY/);
+  assert.equal(statSync(current).mode & 0o777, 0o600);
   const again: ServingCertificate[] = [];
-  const m2 = new CsrCertificateManager({ api, nodeName: 'n1', sans: () => ['vm'], certDir: dir, clock: realClock, logger: silentLogger(), onCertificate: (c) => again.push(c) });
+  const m2 = servingCertificateManager({ api, nodeName: 'n1', sans: () => ['vm'], certDir: dir, clock, logger: silentLogger(), onCertificate: (c) => again.push(c) });
   m2.start();
   m2.stop();
   assert.equal(again.length, 1, 'a kept, valid certificate is used at once');
-  assert.equal(api.requests.length, 1, 'and no new CSR is made for it');
+  assert.equal(server.list().length, 1, 'and no new CSR is made for it');
 });
 
-test('a denied CSR is logged and asked again later; nothing is served meanwhile', async () => {
+test('a denied CSR is logged with its reason and asked again with back-off; nothing is served meanwhile', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'certs-'));
+  const clock = new FakeClock();
+  const server = new FakeCsrServer(clock);
+  server.policy = 'deny';
   const warnings: string[] = [];
   const logger = silentLogger();
   logger.warn = ((msg: string, meta: { error: string }) => (warnings.push(`${msg}: ${meta.error}`), logger)) as never;
-  const m = new CsrCertificateManager({ api: new Signer('deny'), nodeName: 'n1', sans: () => ['vm'], certDir: dir, clock: realClock, logger, onCertificate: () => assert.fail('no certificate'), pollMs: 5 });
+  const m = servingCertificateManager({ api: server.as('system:node:n1'), nodeName: 'n1', sans: () => ['vm'], certDir: dir, clock, logger, onCertificate: () => assert.fail('no certificate'), random: () => 0 });
   m.start();
-  while (warnings.length === 0) await new Promise((r) => setTimeout(r, 10));
+  clock.step(0);
+  await settle();
+  clock.step(2000);
+  await settle();
   m.stop();
-  assert.match(warnings[0]!, /serving certificate request failed; asking again in 30 s: certificate signing request csr-1 was denied: not this node/);
+  assert.deepEqual(warnings, [
+    'serving certificate: request failed; asking again in 2s: certificate signing request csr-1 was denied (reason NotThisNode): the node name is not known',
+    'serving certificate: request failed; asking again in 4s: certificate signing request csr-2 was denied (reason NotThisNode): the node name is not known',
+  ]);
   assert.equal(m.certificate, undefined);
 });
 

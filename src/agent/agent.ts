@@ -10,7 +10,8 @@ import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
 import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
 import { ProcessRuntime } from '../procruntime/runtime.js';
 import { ProcessRuntimeServer } from '../procruntime/server.js';
-import { apiErrorMessage, httpCode, KubeClient } from '../kube/client.js';
+import { apiErrorMessage, httpCode, type KubeClient } from '../kube/client.js';
+import { nodeIdentity, type NodeIdentity } from '../kube/node-identity.js';
 import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
@@ -61,6 +62,8 @@ export class Agent implements PodSyncer {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private cri!: CriClient;
+  /** Who the agent is to the API server: the node's own client certificate once bootstrapped. */
+  private readonly identity: NodeIdentity;
   /** Undefined when nodelet runs standalone (no kubeconfig and not in a cluster). */
   private readonly kube?: KubeClient;
   private readonly recorder: ApiEventRecorder | LogEventRecorder;
@@ -105,8 +108,8 @@ export class Agent implements PodSyncer {
     this.clock = deps.clock ?? realClock;
     this.logger = deps.logger;
     this.sysctls = new SysctlAllowlist(config.allowedUnsafeSysctls);
-    if (opts.kubeconfig) this.kube = KubeClient.fromFile(opts.kubeconfig);
-    else if (process.env.KUBERNETES_SERVICE_HOST) this.kube = KubeClient.inCluster();
+    this.identity = nodeIdentity(config, { logger: this.logger, clock: this.clock });
+    this.kube = this.identity.client;
     const kube = this.kube;
     this.recorder = kube
       ? new ApiEventRecorder({ api: kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics })
@@ -176,9 +179,14 @@ export class Agent implements PodSyncer {
     return all.map((p) => ({ ...p, status: this.local.status(p.metadata?.uid ?? '') ?? p.status }));
   }
 
-  /** Checks the runtime's version (refusing any but CRI 0.1.0), then starts every loop. */
+  /**
+   * Gets the node's credentials (a bootstrap waits for its client certificate), checks the
+   * runtime's version (refusing any but CRI 0.1.0), then starts every loop.
+   */
   async start(): Promise<void> {
     const opts = this.config;
+    // As the kubelet: nothing talks to the API server before the node has its identity.
+    if (!(await this.identity.start())) return;
     let endpoint = opts.runtimeEndpoint;
     if (opts.runtime === 'process') {
       const root = opts.processRuntime.root;
@@ -326,6 +334,7 @@ export class Agent implements PodSyncer {
   /** Stops sources and workers; running pods are left running (a restarted agent adopts them). */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.identity.stop();
     for (const l of this.loops) l.timer?.cancel();
     this.staticPods?.stop();
     await this.reflector?.stop();

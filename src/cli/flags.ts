@@ -8,7 +8,10 @@ type FlagType = 'string' | 'int' | 'number' | 'bool' | 'duration';
 /** flag -> [config file field, type, help] */
 export const runFlags: Record<string, [string, FlagType, string]> = {
   'node-name': ['nodeName', 'string', 'the node this agent serves (pods with spec.nodeName=NAME)'],
-  kubeconfig: ['kubeconfig', 'string', 'kubeconfig of the API server (default: in-cluster service account)'],
+  kubeconfig: ['kubeconfig', 'string', 'kubeconfig of the API server (default: in-cluster service account); with bootstrapping, written once the client certificate is issued'],
+  'bootstrap-kubeconfig': ['bootstrapKubeconfig', 'string', "kubeconfig whose credentials ask for the node's client certificate (TLS bootstrapping)"],
+  'bootstrap-in-cluster': ['bootstrapInCluster', 'bool', "TLS bootstrapping with the pod's service account as the bootstrap credentials"],
+  'rotate-certificates': ['rotateCertificates', 'bool', 'renew the client certificate at 70-90% of its life (default false)'],
   'runtime-endpoint': ['runtimeEndpoint', 'string', 'CRI endpoint, unix:///path/to/socket'],
   'pod-log-root': ['podLogRoot', 'string', 'root of container logs (default /var/log/pods)'],
   'container-log-max-size': ['containerLogMaxSize', 'string', 'a container log is rotated at this size (default 10Mi)'],
@@ -24,7 +27,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   port: ['port', 'int', 'port of the node API, HTTPS (default 10250; 0 picks one)'],
   'tls-cert-file': ['tlsCertFile', 'string', "the node API's serving certificate (PEM)"],
   'tls-private-key-file': ['tlsPrivateKeyFile', 'string', "the node API's serving key (PEM)"],
-  'cert-dir': ['certDir', 'string', 'where made or issued serving certificates are kept (default <root-dir>/pki)'],
+  'cert-dir': ['certDir', 'string', 'where made or issued certificates are kept (default <root-dir>/pki)'],
   'rotate-server-certificates': ['serverTLSBootstrap', 'bool', 'request the serving certificate through a CSR to kubernetes.io/kubelet-serving'],
   'client-ca-file': ['authentication.x509.clientCAFile', 'string', 'CA bundle that client certificates of node API callers are verified with'],
   'anonymous-auth': ['authentication.anonymous.enabled', 'bool', 'let anonymous callers reach the node API (default false)'],

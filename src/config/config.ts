@@ -47,8 +47,18 @@ export interface BackoffConfig {
 
 export interface NodeletConfig {
   nodeName: string;
-  /** Path of a kubeconfig; empty means the in-cluster service account. */
+  /**
+   * Path of a kubeconfig; empty means the in-cluster service account. With TLS bootstrapping, the
+   * node's own kubeconfig: used while its client certificate is valid, else written after the
+   * bootstrap (pointing at <certDir>/nodelet-client-current.pem), as the kubelet's --kubeconfig.
+   */
   kubeconfig: string;
+  /** TLS bootstrapping: a kubeconfig whose credentials ask for the node's client certificate (the kubelet's --bootstrap-kubeconfig). */
+  bootstrapKubeconfig: string;
+  /** TLS bootstrapping with the pod's service account (in-cluster) as the bootstrap credentials. */
+  bootstrapInCluster: boolean;
+  /** Renew the client certificate at 70-90% of its life, with the node's own identity (the kubelet's rotateCertificates). */
+  rotateCertificates: boolean;
   runtimeEndpoint: string;
   podLogRoot: string;
   /** Container log rotation (the kubelet's containerLogMaxSize, containerLogMaxFiles, containerLogMonitorInterval). */
@@ -74,7 +84,7 @@ export interface NodeletConfig {
   tlsPrivateKeyFile: string;
   /** Without files: request the serving certificate from the kubelet-serving signer (else one is self-signed). */
   serverTLSBootstrap: boolean;
-  /** Where made or issued serving certificates are kept ('' for <rootDir>/pki, the kubelet's --cert-dir). */
+  /** Where made or issued certificates (serving and client) are kept ('' for <rootDir>/pki, the kubelet's --cert-dir). */
   certDir: string;
   /** Plain-HTTP /healthz (0: off), on healthzBindAddress, as the kubelet's 10248. */
   healthzPort: number;
@@ -138,6 +148,9 @@ export function defaultConfig(): NodeletConfig {
   return {
     nodeName: '',
     kubeconfig: '',
+    bootstrapKubeconfig: '',
+    bootstrapInCluster: false,
+    rotateCertificates: false,
     runtimeEndpoint: 'unix:///run/containerd/containerd.sock',
     podLogRoot: '/var/log/pods',
     containerLogMaxSizeBytes: 10 * 1024 * 1024,
@@ -234,6 +247,9 @@ interface FieldSpec {
 const fields: Record<string, FieldSpec> = {
   nodeName: { kind: 'string' },
   kubeconfig: { kind: 'string' },
+  bootstrapKubeconfig: { kind: 'string' },
+  bootstrapInCluster: { kind: 'bool' },
+  rotateCertificates: { kind: 'bool' },
   runtimeEndpoint: { kind: 'endpoint' },
   podLogRoot: { kind: 'string' },
   containerLogMaxSize: { kind: 'quantity', prop: 'containerLogMaxSizeBytes', min: 1 },
@@ -500,6 +516,40 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
   }
 }
 
+// The labels of kubernetes.io and k8s.io a node may set on itself (the NodeRestriction admission
+// plugin refuses any other): the kubelet's well-known ones, and those of its two namespaces.
+const KUBELET_LABELS = [
+  'kubernetes.io/hostname',
+  'topology.kubernetes.io/zone',
+  'topology.kubernetes.io/region',
+  'failure-domain.beta.kubernetes.io/zone',
+  'failure-domain.beta.kubernetes.io/region',
+  'beta.kubernetes.io/instance-type',
+  'node.kubernetes.io/instance-type',
+  'kubernetes.io/os',
+  'kubernetes.io/arch',
+  'beta.kubernetes.io/os',
+  'beta.kubernetes.io/arch',
+];
+const KUBELET_LABEL_NAMESPACES = ['kubelet.kubernetes.io', 'node.kubernetes.io'];
+
+/** As the kubelet checks --node-labels: none of kubernetes.io or k8s.io but those a node may set. */
+function checkNodeLabels(labels: Record<string, string>): void {
+  const under = (ns: string, domain: string) => ns === domain || ns.endsWith(`.${domain}`);
+  const unknown = Object.keys(labels)
+    .filter((k) => {
+      const ns = k.includes('/') ? k.slice(0, k.indexOf('/')) : '';
+      if (!under(ns, 'kubernetes.io') && !under(ns, 'k8s.io')) return false;
+      return !KUBELET_LABELS.includes(k) && !KUBELET_LABEL_NAMESPACES.some((allowed) => under(ns, allowed));
+    })
+    .sort();
+  if (unknown.length) {
+    throw new ConfigError(
+      `nodeLabels: unknown 'kubernetes.io' or 'k8s.io' labels: ${unknown.join(', ')} (a node may set only those beginning with ${KUBELET_LABEL_NAMESPACES.join(', ')} or these: ${KUBELET_LABELS.join(', ')})`,
+    );
+  }
+}
+
 /** Checks what must hold once file and flags are combined. */
 export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   if (!c.nodeName) throw new ConfigError('nodeName: required (in the config file or --node-name)');
@@ -507,6 +557,8 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
     throw new ConfigError(`nodeName: ${JSON.stringify(c.nodeName)} is not a valid node name (lower-case DNS subdomain)`);
   }
   if (!c.tlsCertFile !== !c.tlsPrivateKeyFile) throw new ConfigError('tlsCertFile and tlsPrivateKeyFile: give both or neither');
+  if (c.bootstrapKubeconfig && c.bootstrapInCluster) throw new ConfigError('bootstrapKubeconfig and bootstrapInCluster: give one or neither');
+  checkNodeLabels(c.nodeLabels);
   // The kubelet's own checks of these two pairs, in its words.
   if (c.imageGCLowThresholdPercent >= c.imageGCHighThresholdPercent) {
     throw new ConfigError(`imageGCLowThresholdPercent ${c.imageGCLowThresholdPercent} must be less than imageGCHighThresholdPercent ${c.imageGCHighThresholdPercent}`);

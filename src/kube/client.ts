@@ -3,7 +3,7 @@ import type { CoreV1Event, V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1
 import type { UserInfo } from '../server/auth.js';
 import type { CsrObject } from './certificate-manager.js';
 import { podStatusPatch, STRATEGIC_MERGE_PATCH } from '../status/patch.js';
-import { inClusterConnection, loadKubeconfig, RestClient } from './rest.js';
+import { loadKubeconfig, RestClient } from './rest.js';
 import type { RuntimeClass } from './runtime-class.js';
 
 export { ApiError } from './rest.js';
@@ -56,10 +56,6 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
 
   static fromFile(path: string): KubeClient {
     return new KubeClient(new RestClient(loadKubeconfig(path)));
-  }
-
-  static inCluster(): KubeClient {
-    return new KubeClient(new RestClient(inClusterConnection()));
   }
 
   /** A GET that answers undefined for 404. */

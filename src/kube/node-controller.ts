@@ -134,14 +134,21 @@ export class NodeController {
       this.lastSent = status;
       this.lastSentAt = this.opts.clock.now();
     } else {
-      // Adopt: our labels and taints are made present; what others added stays.
-      const taints = [...(existing.spec?.taints ?? [])];
-      for (const t of nodeTaints(config)) if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push(t);
-      const patch: Record<string, unknown> = { metadata: { labels: nodeLabels(config, this.host()) }, spec: { taints } };
+      // Adopt: our labels are made present; what others added stays. Taints are the node's only
+      // at registration, as the kubelet's registerWithTaints: afterwards they are the cluster's
+      // (the NodeRestriction admission plugin refuses a node that changes its own).
+      const missing = nodeTaints(config).filter((t) => !(existing.spec?.taints ?? []).some((x) => x.key === t.key && x.effect === t.effect));
+      if (missing.length) {
+        this.opts.logger.warn('the existing node lacks taints of registerWithTaints; they apply only when a node registers, so they are left as they are', {
+          node: config.nodeName,
+          missing: missing.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`),
+        });
+      }
+      const patch: Record<string, unknown> = { metadata: { labels: nodeLabels(config, this.host()) } };
       if (existing.metadata?.annotations?.[UNSCHEDULABLE_ANNOTATION]) {
         // We cordoned it on our last shutdown: undo that now that we are back.
         patch.metadata = { ...(patch.metadata as object), annotations: { [UNSCHEDULABLE_ANNOTATION]: null } };
-        patch.spec = { ...(patch.spec as object), unschedulable: false };
+        patch.spec = { unschedulable: false };
       }
       await api.patchNode(config.nodeName, patch);
       this.opts.logger.info('adopted existing node', { node: config.nodeName });

@@ -126,14 +126,58 @@ function readText(res: http.IncomingMessage, onText: (text: string) => void): vo
   res.on('end', () => onText(Buffer.concat(chunks).toString('utf8')));
 }
 
-export class RestClient {
-  private readonly agent: http.Agent;
-  private readonly base: URL;
+/** The connections of one set of credentials, and what is open on them. */
+interface Generation {
+  agent: http.Agent;
+  /** Requests not finished yet (watches included). */
+  inFlight: number;
+  /** Replaced by newer credentials: closed once its last request is done. */
+  retired: boolean;
+  /** Watches opened on it: ended when it is retired, so that their owners open them again. */
+  watches: Set<() => void>;
+}
 
-  constructor(readonly conn: KubeConnection) {
+export class RestClient {
+  private gen: Generation;
+  private readonly base: URL;
+  private connection: KubeConnection;
+
+  constructor(conn: KubeConnection) {
+    this.connection = conn;
     this.base = new URL(conn.server);
-    const opts = { keepAlive: true, ca: conn.ca, cert: conn.cert, key: conn.key, rejectUnauthorized: !conn.insecureSkipTLSVerify };
-    this.agent = this.base.protocol === 'https:' ? new https.Agent(opts) : new http.Agent({ keepAlive: true });
+    this.gen = this.newGeneration();
+  }
+
+  /** Where and who, as now (a client certificate may have been replaced since the start). */
+  get conn(): KubeConnection {
+    return this.connection;
+  }
+
+  private newGeneration(): Generation {
+    const c = this.connection;
+    const opts = { keepAlive: true, ca: c.ca, cert: c.cert, key: c.key, rejectUnauthorized: !c.insecureSkipTLSVerify };
+    const agent = this.base.protocol === 'https:' ? new https.Agent(opts) : new http.Agent({ keepAlive: true });
+    return { agent, inFlight: 0, retired: false, watches: new Set() };
+  }
+
+  /**
+   * Calls from now on authenticate with this client certificate: new connections (a TLS agent of
+   * their own). Watches open on the old ones end now, and their owners open them again on the new
+   * ones, as they do after any watch that ends; other requests finish where they are, and the old
+   * connections close after the last of them.
+   */
+  setClientCertificate(cert: Buffer, key: Buffer): void {
+    this.connection = { ...this.connection, cert, key };
+    const old = this.gen;
+    this.gen = this.newGeneration();
+    old.retired = true;
+    for (const end of [...old.watches]) end();
+    if (old.inFlight === 0) old.agent.destroy();
+  }
+
+  private finished(gen: Generation): void {
+    gen.inFlight--;
+    if (gen.retired && gen.inFlight === 0) gen.agent.destroy();
   }
 
   private url(path: string, query?: RequestOptions['query']): URL {
@@ -142,7 +186,7 @@ export class RestClient {
     return u;
   }
 
-  private open(method: string, path: string, opts: RequestOptions, onResponse: (res: http.IncomingMessage) => void, onError: (err: Error) => void): http.ClientRequest {
+  private open(method: string, path: string, opts: RequestOptions, onResponse: (res: http.IncomingMessage) => void, onError: (err: Error) => void, gen = this.gen): http.ClientRequest {
     const u = this.url(path, opts.query);
     const body = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
     const headers: Record<string, string> = { Accept: 'application/json' };
@@ -150,10 +194,12 @@ export class RestClient {
       headers['Content-Type'] = opts.contentType ?? 'application/json';
       headers['Content-Length'] = String(body.length);
     }
-    const token = this.conn.token?.();
+    const token = this.connection.token?.();
     if (token) headers.Authorization = `Bearer ${token}`;
     const lib = u.protocol === 'https:' ? https : http;
-    const req = lib.request(u, { method, agent: this.agent, headers }, onResponse);
+    const req = lib.request(u, { method, agent: gen.agent, headers }, onResponse);
+    gen.inFlight++;
+    req.once('close', () => this.finished(gen));
     req.on('error', onError);
     req.end(body);
     return req;
@@ -190,6 +236,13 @@ export class RestClient {
   watch(path: string, query: RequestOptions['query'], onEvent: (type: string, obj: unknown) => void): { done: Promise<void>; abort(): void } {
     let req: http.ClientRequest | undefined;
     let aborted = false;
+    const gen = this.gen;
+    const abort = () => {
+      aborted = true;
+      gen.watches.delete(abort);
+      req?.destroy();
+    };
+    gen.watches.add(abort);
     const done = new Promise<void>((resolve, reject) => {
       req = this.open(
         'GET',
@@ -221,18 +274,17 @@ export class RestClient {
           res.on('error', (err) => (aborted ? resolve() : reject(err)));
         },
         (err) => (aborted ? resolve() : reject(new ApiError(0, `watch ${path}: ${err.message}`, undefined, { cause: err }))),
+        gen,
       );
     });
-    return {
-      done,
-      abort: () => {
-        aborted = true;
-        req?.destroy();
-      },
-    };
+    void done.then(
+      () => gen.watches.delete(abort),
+      () => gen.watches.delete(abort),
+    );
+    return { done, abort };
   }
 
   close(): void {
-    this.agent.destroy();
+    this.gen.agent.destroy();
   }
 }

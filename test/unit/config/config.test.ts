@@ -99,3 +99,24 @@ test('node API settings: nested authentication/authorization maps merged over th
   assert.equal(f.authentication.webhook.enabled, true);
   assert.throws(() => parseRunArgs(['--node-name', 'n', '--tls-cert-file', '/c']), /tlsCertFile and tlsPrivateKeyFile: give both or neither/);
 });
+
+test('TLS bootstrapping: a bootstrap kubeconfig or the in-cluster service account (not both), rotation, and their flags', () => {
+  const c = parseRunArgs(['--node-name', 'n', '--bootstrap-kubeconfig', '/etc/nodelet/bootstrap.kubeconfig', '--kubeconfig', '/var/lib/nodelet/kubeconfig', '--rotate-certificates', 'true', '--cert-dir', '/var/lib/nodelet/pki'], {});
+  assert.equal(c.bootstrapKubeconfig, '/etc/nodelet/bootstrap.kubeconfig');
+  assert.equal(c.kubeconfig, '/var/lib/nodelet/kubeconfig');
+  assert.equal(c.rotateCertificates, true);
+  assert.equal(c.certDir, '/var/lib/nodelet/pki');
+  const f = loadConfigFile(file(`${head}nodeName: n\nbootstrapInCluster: true\nrotateCertificates: true\nkubeconfig: /var/lib/nodelet/kubeconfig\n`), {});
+  assert.equal(f.bootstrapInCluster, true);
+  assert.equal(defaultConfig().rotateCertificates, false, 'off by default, as the kubelet\'s');
+  assert.throws(() => parseRunArgs(['--node-name', 'n', '--bootstrap-kubeconfig', '/b', '--bootstrap-in-cluster', 'true'], {}), /^ConfigError: bootstrapKubeconfig and bootstrapInCluster: give one or neither$/);
+});
+
+test('node labels: none of kubernetes.io or k8s.io but those a node may set on itself (as the kubelet checks --node-labels)', () => {
+  const ok = { 'nodelet.io/agent': 'true', 'node.kubernetes.io/instance-type': 'vm', 'kubelet.kubernetes.io/x': 'y', 'topology.kubernetes.io/zone': 'z', 'example.com/k8s.io': 'fine' };
+  assert.deepEqual(parseRunArgs(['--config', file(`${head}nodeName: n\nnodeLabels: ${JSON.stringify(ok)}\n`)], {}).nodeLabels, ok);
+  assert.throws(
+    () => parseRunArgs(['--config', file(`${head}nodeName: n\nnodeLabels: {node-role.kubernetes.io/worker: "", node-restriction.kubernetes.io/pool: a, x.k8s.io/y: z}\n`)], {}),
+    /^ConfigError: nodeLabels: unknown 'kubernetes.io' or 'k8s.io' labels: node-restriction.kubernetes.io\/pool, node-role.kubernetes.io\/worker, x.k8s.io\/y \(a node may set only those beginning with kubelet.kubernetes.io, node.kubernetes.io or these: kubernetes.io\/hostname, /,
+  );
+});

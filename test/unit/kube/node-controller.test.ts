@@ -93,3 +93,28 @@ test('registers, then patches status only when it changes or the report period p
   assert.match(ready.message!, /^container runtime is down: /);
   await nc.stop();
 });
+
+test('adopting an existing node: labels made present, taints never patched (NodeRestriction refuses a node that changes its own)', async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi();
+  const patches: object[] = [];
+  const patchNode = api.patchNode.bind(api);
+  api.patchNode = async (name: string, patch: object) => (patches.push(patch), patchNode(name, patch));
+  api.node = { metadata: { name: 'n1', uid: 'u', labels: { other: 'x' } }, spec: { taints: [{ key: 'someone/else', effect: 'NoSchedule' }] }, status: {} };
+  const runtime = new FakeRuntime(clock);
+  const state = new RuntimeState(runtime, clock);
+  const config = { ...defaultConfig(), nodeName: 'n1', nodeLabels: { 'nodelet.io/agent': 'true' }, registerWithTaints: [{ key: 'nodelet.io/agent', value: 'true', effect: 'NoSchedule' as const }] };
+  const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
+  const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
+  const warnings: string[] = [];
+  const logger = silentLogger();
+  logger.warn = ((m: string) => (warnings.push(m), logger)) as never;
+  const nc = new NodeController({ api, runtimeHealth: () => state.health(), config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger, host, pressure });
+  await nc.start();
+  await nc.stop();
+  assert.equal(patches.length, 1);
+  assert.deepEqual(Object.keys(patches[0]!), ['metadata'], 'no spec: taints are left as they are');
+  assert.equal((patches[0] as { metadata: { labels: Record<string, string> } }).metadata.labels['nodelet.io/agent'], 'true');
+  assert.deepEqual(api.node?.spec?.taints, [{ key: 'someone/else', effect: 'NoSchedule' }]);
+  assert.ok(warnings.some((w) => /lacks taints of registerWithTaints/.test(w)), 'a missing taint is said, not added');
+});

@@ -25,7 +25,8 @@ export function uniqueNodeName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`;
 }
 
-export async function startAgent(nodeName: string, extraFlags: string[] = []): Promise<RunningAgent> {
+/** Starts the agent; unless `waitForStart` is false, waits until it says it started and answers /healthz. */
+export async function startAgent(nodeName: string, extraFlags: string[] = [], opts: { waitForStart?: boolean } = {}): Promise<RunningAgent> {
   const env = clusterEnv();
   const logDir = join(env.clusterDir, 'test-agents');
   mkdirSync(logDir, { recursive: true });
@@ -78,16 +79,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
   let dead = false;
   void exited.then(() => (dead = true));
 
-  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000, async () => {
-    if (dead) throw new Error(`agent exited early; log: ${logFile}`);
-    const started = lines.find((l) => l.message === 'nodelet started');
-    return started ? Number(started.port) : undefined;
-  });
-  await eventually(`agent ${nodeName} /healthz`, 30_000, async () => {
-    const res = await fetch(`http://127.0.0.1:${localPort}/healthz`).catch(() => undefined);
-    return res?.ok ? true : undefined;
-  });
-  return {
+  const agent = (port: number): RunningAgent => ({
     nodeName,
     port,
     localPort,
@@ -102,7 +94,19 @@ export async function startAgent(nodeName: string, extraFlags: string[] = []): P
       if (!dead) child.kill('SIGKILL');
       await exited;
     },
-  };
+  });
+  // An agent that waits for something before it starts (a bootstrap's certificate), as it is.
+  if (opts.waitForStart === false) return agent(0);
+  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000, async () => {
+    if (dead) throw new Error(`agent exited early; log: ${logFile}`);
+    const started = lines.find((l) => l.message === 'nodelet started');
+    return started ? Number(started.port) : undefined;
+  });
+  await eventually(`agent ${nodeName} /healthz`, 30_000, async () => {
+    const res = await fetch(`http://127.0.0.1:${localPort}/healthz`).catch(() => undefined);
+    return res?.ok ? true : undefined;
+  });
+  return agent(port);
 }
 
 /**

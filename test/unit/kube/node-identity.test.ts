@@ -10,7 +10,10 @@ import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CertificateStore } from '../../../src/kube/certificate-store.js';
-import { writeNodeKubeconfig } from '../../../src/kube/node-identity.js';
+import { defaultConfig } from '../../../src/config/config.js';
+import { nodeIdentity, writeNodeKubeconfig } from '../../../src/kube/node-identity.js';
+import { silentLogger } from '../../../src/observability/logger.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { loadKubeconfig, RestClient } from '../../../src/kube/rest.js';
 import { newKey, selfSignedCertificate } from '../../../src/server/x509.js';
 
@@ -83,4 +86,12 @@ test('the REST client switches certificates in place: new requests and reopened 
     rest.close();
     server.close();
   }
+});
+
+test('bootstrapping with the in-cluster service account outside a cluster stops at once, saying why; a bad bootstrap kubeconfig too', () => {
+  const deps = { logger: silentLogger(), clock: new FakeClock(), env: {} };
+  assert.throws(() => nodeIdentity({ ...defaultConfig(), nodeName: 'n1', bootstrapInCluster: true }, deps), /not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set/);
+  assert.throws(() => nodeIdentity({ ...defaultConfig(), nodeName: 'n1', bootstrapKubeconfig: '/nonexistent/bootstrap.kubeconfig' }, deps), /ENOENT/);
+  // Without any credentials nodelet is standalone, as before.
+  assert.equal(nodeIdentity({ ...defaultConfig(), nodeName: 'n1' }, deps).client, undefined);
 });

@@ -305,7 +305,9 @@ export class Agent implements PodSyncer {
         config: this.config,
         nodeIP: this.deps.nodeIP,
         kubeletVersion: `v${NODELET_VERSION}-nodelet`,
-        port: () => this.nodeApi?.ports.port ?? 0,
+        // The configured port until the node API listens (it waits for its serving certificate),
+        // as the kubelet reports its own: the API server then dials the right port, not 10250.
+        port: () => this.nodeApi?.ports.port || opts.port,
         clock: this.clock,
         logger: this.logger,
       });

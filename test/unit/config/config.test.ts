@@ -25,6 +25,10 @@ test('the documented deploy/config.yaml loads, with $(NODE_NAME) and $(NODE_IP) 
   assert.deepEqual(c.crashLoopBackOff, { initialMs: 10_000, maxMs: 300_000 });
   assert.deepEqual(c.registerWithTaints, [{ key: 'nodelet.io/agent', value: 'true', effect: 'NoSchedule' }]);
   assert.equal(c.systemReserved.cpu, '100m');
+  // The DaemonSet runs pods with nodelet's own process runtime, its state on the host.
+  assert.equal(c.runtime, 'process');
+  assert.equal(c.processRuntime.root, '/var/lib/nodelet/process');
+  assert.equal(c.processRuntime.cniConfDir, '/var/lib/nodelet/cni/net.d');
 });
 
 test('the example file documents every field, and only real ones', () => {

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance critest image test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance critest e2e-daemonset image test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -18,6 +18,7 @@ help:
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
 	@echo "make bench         nodelet, the kubelet and nodelet's process runtime side by side (start latency, density, RSS, CPU); bench/results/latest.json"
 	@echo "make conformance   Kubernetes' [NodeConformance] specs against nodelet, its process runtime and the kubelet (AGENT=, FOCUS=, SPEC=, PROCS=); test/conformance/results/latest.json"
+	@echo "make e2e-daemonset nodelet's image deployed with kubectl apply -k deploy/ onto the real kubelet (node host-0): join, pods, logs/exec, rolling update, the node's death"
 	@echo "make image         nodelet's OCI image for the DaemonSet, no container engine, reproducible: dist/image/nodelet_<tag>.tar (IMAGE_TAG=, IMAGE_NAME=)"
 	@echo "make proto         refresh proto/api.proto from k8s.io/cri-api and regenerate its TypeScript types"
 
@@ -62,6 +63,13 @@ bench: setup build
 # Kubernetes' own [NodeConformance] specs, one agent at a time (test/conformance/README.md); brings the test cluster up if it is not.
 conformance: setup build
 	hack/conformance.sh
+
+# nodelet deployed as a DaemonSet (deploy/) onto the real kubelet as node host-0, the whole path: its
+# image built and imported, its node identity, a Deployment on it, a rolling update, the node's death.
+e2e-daemonset: setup build
+	hack/build-go-bins.sh kubelet
+	hack/cluster-up.sh
+	node --test --test-reporter=spec dist/test/integration/daemonset.test.js
 
 # nodelet's image for the DaemonSet, without a container engine (hack/build-image.sh): reference
 # IMAGE_NAME:IMAGE_TAG, by default nodelet.test/nodelet:<package.json's version>; IMAGE_SOURCE= its source label.

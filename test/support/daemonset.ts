@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSyn
 import { basename, join, relative } from 'node:path';
 import { clusterEnv, eventually, projectRoot } from './cluster.js';
 import { core } from './kube.js';
-import { deleteNodeObjects, startKubelet, sweepSandboxes, type RunningKubelet } from './kubelet.js';
+import { deleteNodeObjects, mountsUnder, startKubelet, sweepSandboxes, type RunningKubelet } from './kubelet.js';
 
 export const HOST_NODE = 'host-0';
 export const NODELET_NODE = `${HOST_NODE}-nodelet`;
@@ -49,16 +49,6 @@ export function buildAndImportImage(tag: string): { ref: string; archive: string
   if (!existsSync(archive)) throw new Error(`hack/build-image.sh did not write ${archive}: ${out}`);
   sh('ctr', ['-a', env.containerdSock, '-n', 'k8s.io', 'images', 'import', archive]);
   return { ref: `${IMAGE_NAME}:${tag}`, archive };
-}
-
-/** Mount points at or under `dir` (deepest first). */
-function mountsUnder(dir: string): string[] {
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => unescape(l.split(' ')[4] ?? ''))
-    .filter((m) => m === dir || m.startsWith(`${dir}/`))
-    .sort((a, b) => b.length - a.length);
 }
 
 export interface HostDirs {

@@ -89,7 +89,7 @@ ${auth}`;
 }
 
 /** Mount points under `dir` (deepest first), from /proc/self/mountinfo. */
-function mountsUnder(dir: string): string[] {
+export function mountsUnder(dir: string): string[] {
   const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
   return readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')

@@ -1,6 +1,7 @@
 // CPU and memory limits through cgroups, where the host lets us write them (v1 or v2).
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { mounts } from './procfs.js';
 import { readCgroupV1, readCgroupV2, type UsageSample } from './stats.js';
 
 export interface CgroupLimits {
@@ -200,19 +201,12 @@ export function detectCgroups(): Cgroups {
  * in the unified one of a hybrid host: made when first asked for, and again if it was removed.
  */
 function otherHierarchies(limited: string[]): () => string[] {
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => {
-      const f = l.split(' ');
-      const dash = f.indexOf('-');
-      return { point: f[4] ?? '', fstype: dash > 0 ? f[dash + 1] : '' };
-    })
-    .filter((m) => (m.fstype === 'cgroup' || m.fstype === 'cgroup2') && m.point.startsWith(`${ROOT}/`))
-    .map((m) => m.point)
-    .filter((p) => !limited.includes(p));
+  const hierarchies = mounts()
+    .filter((m) => (m.fstype === 'cgroup' || m.fstype === 'cgroup2') && m.point.startsWith(`${ROOT}/`) && !limited.includes(m.point))
+    .map((m) => m.point);
   return () => {
     const procs: string[] = [];
-    for (const h of mounts) {
+    for (const h of hierarchies) {
       const d = join(h, PARENT);
       try {
         if (!existsSync(d)) {

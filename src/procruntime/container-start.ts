@@ -149,14 +149,13 @@ export async function spawnContainer(
   const { cgroupProcs, stdin, stderrOffset } = opts;
   // setsid -f: the container is nobody's child here, so it outlives a restart of the runtime; its
   // session is its own process group. The shell joins the cgroups before exec'ing the isolation.
-  const joinCgroups = JOIN_CGROUPS_SH;
   // The launcher reports the container's PID and exit code itself (fd 3). proot does not: the shell
   // stays as the container's monitor, the leader of its process group, and reports both (it
   // outlives the signals sent to the group: a handler, not an ignore, which the command would inherit).
   const wrapper =
     isolation === 'launcher'
-      ? `${joinCgroups}; exec "$@"`
-      : `${joinCgroups}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
+      ? `${JOIN_CGROUPS_SH}; exec "$@"`
+      : `${JOIN_CGROUPS_SH}; trap : TERM INT HUP; echo '{"child-pid": '$$'}' >&3; "$@"; echo '{"exit-code": '$?'}' >&3`;
   const child = spawn('setsid', ['-f', 'sh', '-c', wrapper, 'sh', ...launch], {
     stdio: [stdin ?? 'ignore', stdout, stderr, status, ...(seccomp !== undefined ? [seccomp] : [])],
     env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', NODELET_CGROUP_PROCS: cgroupProcs.join(' ') },

@@ -80,14 +80,25 @@ export function processGroup(pid: number): number | undefined {
   }
 }
 
-/** Every mount point of the runtime's mount namespace (mountinfo's octal escapes undone). */
-export function mountPoints(): Set<string> {
+/** Every mount of the runtime's mount namespace: its point (mountinfo's octal escapes undone) and filesystem type. */
+export function mounts(): Array<{ point: string; fstype: string }> {
   try {
-    const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
-    return new Set(lines.map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)))));
+    return readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const f = l.split(' ');
+        const dash = f.indexOf('-');
+        return { point: (f[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))), fstype: dash > 0 ? (f[dash + 1] ?? '') : '' };
+      });
   } catch {
-    return new Set();
+    return [];
   }
+}
+
+/** Every mount point of the runtime's mount namespace. */
+export function mountPoints(): Set<string> {
+  return new Set(mounts().map((m) => m.point));
 }
 
 /** The runtime's mount points under `dir`, deepest first. */

@@ -45,7 +45,8 @@ import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus, type GenerateInput } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { ImageGCManager, nodeObjectRef } from '../images/image-gc-manager.js';
-import { realClock, type Clock, type Timer } from '../util/clock.js';
+import { CountingClock, realClock, type Clock, type Timer } from '../util/clock.js';
+import { internalSizes } from './sizes.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
 
@@ -59,7 +60,7 @@ export interface AgentDeps {
 
 export class Agent implements PodSyncer {
   readonly metrics = new Metrics({ processMetrics: true });
-  private readonly clock: Clock;
+  private readonly clock: CountingClock;
   private readonly logger: Logger;
   private cri!: CriClient;
   /** Who the agent is to the API server: the node's own client certificate once bootstrapped. */
@@ -105,12 +106,15 @@ export class Agent implements PodSyncer {
     deps: AgentDeps,
   ) {
     const opts = config;
-    this.clock = deps.clock ?? realClock;
+    // Counted, so that /metrics shows whether timers pile up.
+    this.clock = new CountingClock(deps.clock ?? realClock);
     this.logger = deps.logger;
     this.sysctls = new SysctlAllowlist(config.allowedUnsafeSysctls);
     this.identity = nodeIdentity(config, { logger: this.logger, clock: this.clock });
     this.kube = this.identity.client;
     const kube = this.kube;
+    const host = kube ? new URL(kube.rest.conn.server).host : '';
+    if (kube) kube.rest.observer = (method, code) => this.metrics.restClientRequests.inc({ code, method, host });
     this.recorder = kube
       ? new ApiEventRecorder({ api: kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics })
       : new LogEventRecorder(this.logger);
@@ -321,6 +325,21 @@ export class Agent implements PodSyncer {
     }
     this.logRotation = new ContainerLogManager(this.cri, { maxSizeBytes: opts.containerLogMaxSizeBytes, maxFiles: opts.containerLogMaxFiles }, this.clock, this.logger, opts.containerLogMonitorIntervalMs);
     this.logRotation.start();
+    this.metrics.sizes = () =>
+      internalSizes({
+        clock: this.clock,
+        workers: this.workers,
+        statusManager: this.statusManager,
+        recorder: this.recorder instanceof ApiEventRecorder ? this.recorder : undefined,
+        probes: this.probes,
+        pleg: this.pleg,
+        deps: this.deps,
+        volumes: this.volumes.manager,
+        reflector: this.reflector,
+        services: this.services,
+        logRotation: this.logRotation,
+        agentMaps: { last_sync: this.lastSync, first_seen: this.firstSeen, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
+      });
     this.pleg.start();
     this.imageGC.start();
     this.reflector?.start();

@@ -72,6 +72,11 @@ export class ApiEventRecorder implements EventRecorder {
     if (!this.draining) void this.drain();
   }
 
+  /** The queue and the caches' sizes (for /metrics). */
+  sizes(): { queue: number; caches: Record<string, number> } {
+    return { queue: this.queue.length, caches: { known: this.known.size, similar: this.similar.size, spam_filter: this.buckets.size } };
+  }
+
   /** Resolves once every queued event has been sent (for tests and shutdown). */
   flush(): Promise<void> {
     if (!this.draining && this.queue.length === 0) return Promise.resolve();

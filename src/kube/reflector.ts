@@ -75,6 +75,11 @@ export class PodReflector {
     await this.loop?.catch(() => undefined);
   }
 
+  /** Pods in the store (for /metrics). */
+  get size(): number {
+    return this.store.size;
+  }
+
   get hasSynced(): boolean {
     return this.synced;
   }

@@ -137,8 +137,13 @@ interface Generation {
   watches: Set<() => void>;
 }
 
+/** Told of every request once: its method and HTTP status ('<error>' when none came). */
+export type RequestObserver = (method: string, code: string) => void;
+
 export class RestClient {
   private gen: Generation;
+  /** Counts requests (client-go's rest_client_requests_total); set once by the agent. */
+  observer?: RequestObserver;
   private readonly base: URL;
   private connection: KubeConnection;
 
@@ -199,7 +204,18 @@ export class RestClient {
     const lib = u.protocol === 'https:' ? https : http;
     const req = lib.request(u, { method, agent: gen.agent, headers }, onResponse);
     gen.inFlight++;
-    req.once('close', () => this.finished(gen));
+    // Counted when the answer comes (a watch: when it opens), or when it ends without one.
+    let counted = false;
+    const count = (code: string) => {
+      if (!counted) this.observer?.(method, code);
+      counted = true;
+    };
+    req.once('response', (res) => count(String(res.statusCode ?? '<error>')));
+    req.once('close', () => {
+      this.finished(gen);
+      count('<error>');
+    });
+    req.once('error', () => count('<error>'));
     req.on('error', onError);
     req.end(body);
     return req;

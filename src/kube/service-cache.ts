@@ -40,6 +40,11 @@ export class ServiceCache {
     return n.synced ? [...n.services.values()] : undefined;
   }
 
+  /** Namespaces watched (for /metrics). */
+  get size(): number {
+    return this.namespaces.size;
+  }
+
   /** Keeps watching only these namespaces (the default one always). */
   retain(namespaces: Iterable<string>): void {
     const keep = new Set(namespaces);

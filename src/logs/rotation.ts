@@ -74,6 +74,11 @@ export class ContainerLogManager {
     private readonly monitorMs = 10_000,
   ) {}
 
+  /** Containers whose log path is remembered (for /metrics). */
+  get trackedContainers(): number {
+    return this.logPaths.size;
+  }
+
   start(): void {
     this.timer = setInterval(() => void this.rotateAll(), this.monitorMs);
     this.timer.unref();

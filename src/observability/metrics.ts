@@ -2,6 +2,25 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CriCallObserver } from '../cri/client.js';
 
+/**
+ * What can grow with the pods a node has seen, read when /metrics is scraped (nothing is counted
+ * in between): under churn a leak shows as a slope, a healthy agent returns to its standing size.
+ */
+export interface InternalSizes {
+  workingPods: { sync: number; terminating: number; terminated: number };
+  /** Pods with work waiting: an update not yet taken, or a requeue (resync, back-off) timer. */
+  podWorkQueue: number;
+  backoffEntries: { crash_loop: number; image_pull: number };
+  clockTimers: number;
+  statusManager: { pods: number; queue: number };
+  probeWorkers: number;
+  plegPods: number;
+  eventRecorder: { queue: number; caches: Record<string, number> };
+  volumeManagerPods: number;
+  /** Other per-pod or per-container maps, by name. */
+  maps: Record<string, number>;
+}
+
 const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export class Metrics {
@@ -86,8 +105,52 @@ export class Metrics {
     registers: [this.registry, this.probesRegistry],
   });
 
+  /** client-go's metric (the kubelet's API requests), watches counted when they open. */
+  readonly restClientRequests = new Counter({
+    name: 'rest_client_requests_total',
+    help: 'Number of HTTP requests to the API server, partitioned by status code, method, and host.',
+    labelNames: ['code', 'method', 'host'],
+    registers: [this.registry],
+  });
+
+  /** Where the size gauges read from (set by the agent once its parts exist). */
+  sizes?: () => InternalSizes;
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    this.sizeGauges();
+  }
+
+  private sizeGauges(): void {
+    const registers = [this.registry];
+    const read = () => this.sizes?.();
+    // A gauge whose value (or values, by one label) is read at scrape time.
+    const gauge = (name: string, help: string, label: string | undefined, value: (s: InternalSizes) => number | Record<string, number>) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: label ? [label] : [],
+        registers,
+        collect() {
+          const s = read();
+          if (!s) return;
+          const v = value(s);
+          if (typeof v === 'number') this.set(v);
+          else for (const [k, n] of Object.entries(v)) this.set({ [label!]: k }, n);
+        },
+      });
+    gauge('kubelet_working_pods', 'Pods the pod workers have, by lifecycle phase', 'lifecycle', (s) => s.workingPods);
+    gauge('nodelet_pod_work_queue_length', 'Pods with work waiting: an update not yet taken, or a requeue timer', undefined, (s) => s.podWorkQueue);
+    gauge('nodelet_backoff_entries', 'Keys remembered by a back-off, by back-off', 'backoff', (s) => s.backoffEntries);
+    gauge('nodelet_clock_active_timers', "Timers and sleeps of the agent's clock not yet due or cancelled", undefined, (s) => s.clockTimers);
+    gauge('nodelet_status_manager_pods', 'Pods whose status the status manager keeps', undefined, (s) => s.statusManager.pods);
+    gauge('nodelet_status_manager_queue_length', 'Pod statuses waiting to be sent', undefined, (s) => s.statusManager.queue);
+    gauge('nodelet_probe_workers', 'Probe workers running', undefined, (s) => s.probeWorkers);
+    gauge('nodelet_pleg_pods', "Pods in the PLEG's last relist", undefined, (s) => s.plegPods);
+    gauge('nodelet_event_recorder_queue_length', 'Events waiting to be sent', undefined, (s) => s.eventRecorder.queue);
+    gauge('nodelet_event_recorder_cache_entries', "Entries of the event recorder's caches (bounded LRUs), by cache", 'cache', (s) => s.eventRecorder.caches);
+    gauge('nodelet_volume_manager_pods', 'Pods with volumes set up', undefined, (s) => s.volumeManagerPods);
+    gauge('nodelet_map_entries', 'Entries of other per-pod and per-container maps, by map', 'map', (s) => s.maps);
   }
 
   /** An observer for CriClient that fills the runtime operation metrics (operation names in snake case, as the kubelet's). */

@@ -94,6 +94,11 @@ export class GenericPLEG {
     return `pleg was last seen active ${goDuration(elapsed)} ago; threshold is ${goDuration(thresholdMs)}`;
   }
 
+  /** Pods in the last relist (for /metrics). */
+  get podCount(): number {
+    return this.last.size;
+  }
+
   private schedule(ms: number): void {
     if (!this.running) return;
     this.timer = this.opts.clock.setTimer(ms, () => {

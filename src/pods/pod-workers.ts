@@ -164,6 +164,16 @@ export class PodWorkers {
     return this.work.size;
   }
 
+  /** Workers by phase, and how many have work waiting (for /metrics). */
+  counts(): { sync: number; terminating: number; terminated: number; queued: number } {
+    const c = { sync: 0, terminating: 0, terminated: 0, queued: 0 };
+    for (const w of this.work.values()) {
+      c[w.phase === 'syncing' ? 'sync' : w.phase]++;
+      if (w.pending || w.timer) c.queued++;
+    }
+    return c;
+  }
+
   /** Stops accepting work and waits for running syncs to finish. Pods are left as they run. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -103,6 +103,11 @@ export class ProbeManager {
     return this.workers.size;
   }
 
+  /** Results remembered, of all three probe types (for /metrics). */
+  get resultCount(): number {
+    return this.liveness.size + this.readiness.size + this.startup.size;
+  }
+
   private removed(w: ProbeWorker): void {
     const uid = w.pod.metadata?.uid ?? '';
     const k = key(uid, w.container.name, w.type);

@@ -73,6 +73,11 @@ export class StatusManager {
     return this.entries.get(uid)?.sentJSON;
   }
 
+  /** Pods kept, and statuses waiting to be sent (for /metrics). */
+  sizes(): { pods: number; queue: number } {
+    return { pods: this.entries.size, queue: this.ready.length };
+  }
+
   forget(uid: string): void {
     const e = this.entries.get(uid);
     if (e && !e.inFlight) this.entries.delete(uid);

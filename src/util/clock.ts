@@ -61,3 +61,50 @@ export class FakeClock implements Clock {
     return this.timers.filter((t) => !t.cancelled).length;
   }
 }
+
+/**
+ * A clock that counts its timers not yet fired or cancelled (sleeps included), so that /metrics
+ * can show whether they pile up: a timer leaked per pod is a slope under churn.
+ */
+export class CountingClock implements Clock {
+  private active = 0;
+
+  constructor(private readonly inner: Clock) {}
+
+  get activeTimers(): number {
+    return this.active;
+  }
+
+  now(): number {
+    return this.inner.now();
+  }
+
+  setTimer(ms: number, fn: () => void): Timer {
+    let live = true;
+    const done = () => {
+      if (!live) return false;
+      live = false;
+      this.active--;
+      return true;
+    };
+    this.active++;
+    const t = this.inner.setTimer(ms, () => {
+      if (done()) fn();
+    });
+    return {
+      cancel: () => {
+        done();
+        t.cancel();
+      },
+    };
+  }
+
+  async sleep(ms: number): Promise<void> {
+    this.active++;
+    try {
+      await this.inner.sleep(ms);
+    } finally {
+      this.active--;
+    }
+  }
+}

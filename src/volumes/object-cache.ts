@@ -46,6 +46,11 @@ export class ObjectCache {
 
   constructor(private readonly opts: ObjectCacheOptions) {}
 
+  /** Objects watched, and pods referring to any (for /metrics). */
+  sizes(): { objects: number; pods: number } {
+    return { objects: this.entries.size, pods: this.byPod.size };
+  }
+
   /** The objects `uid` refers to now; watches start for new ones and stop for ones nobody refers to. */
   setReferences(uid: string, refs: Array<{ namespace: string; name: string }>): void {
     const next = new Set(refs.map((r) => key(r.namespace, r.name)));

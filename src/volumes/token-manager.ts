@@ -47,6 +47,10 @@ export class TokenManager {
     }
   }
 
+  get size(): number {
+    return this.cache.size;
+  }
+
   /** Tokens of pods that are gone are dropped. */
   forgetPod(uid: string): void {
     for (const k of this.cache.keys()) if ((JSON.parse(k) as unknown[])[4] === uid) this.cache.delete(k);

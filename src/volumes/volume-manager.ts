@@ -91,6 +91,17 @@ export class VolumeManager {
     return this.opts.host;
   }
 
+  /** Pods with volumes set up, and the entries of the caches behind them (for /metrics). */
+  sizes(): { pods: number; maps: Record<string, number> } {
+    const maps: Record<string, number> = { service_account_tokens: this.opts.host.tokens?.size ?? 0 };
+    for (const [name, cache] of [['configmap', this.opts.configMaps], ['secret', this.opts.secrets]] as const) {
+      const s = cache?.sizes();
+      maps[`${name}_cache_objects`] = s?.objects ?? 0;
+      maps[`${name}_cache_pods`] = s?.pods ?? 0;
+    }
+    return { pods: this.mounted.size, maps };
+  }
+
   /** The pod's volumes, set up; throws VolumesNotReadyError (after its events) when any could not be. */
   async mountPod(pod: V1Pod): Promise<Map<string, MountedVolume>> {
     const uid = pod.metadata?.uid ?? '';

@@ -78,6 +78,8 @@ test('requests: JSON both ways, the token, statuses into ApiError; a watch line 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const port = (server.address() as { port: number }).port;
   const rest = new RestClient({ server: `http://127.0.0.1:${port}`, token: () => 't0k' });
+  const counted: string[] = [];
+  rest.observer = (method, code) => counted.push(`${method} ${code}`);
   try {
     const r = await rest.request<{ echoed: unknown }>('PATCH', '/api/v1/nodes/n1/status', { body: { status: { x: 1 } }, contentType: 'application/merge-patch+json' });
     assert.deepEqual(r.echoed, { status: { x: 1 } });
@@ -91,7 +93,11 @@ test('requests: JSON both ways, the token, statuses into ApiError; a watch line 
     const w = rest.watch('/api/v1/pods', { resourceVersion: '5' }, (type, obj) => events.push(`${type} ${(obj as { metadata: { name: string } }).metadata.name}`));
     await w.done;
     assert.deepEqual(events, ['ADDED a', 'MODIFIED a'], 'an event split across chunks is put together');
-    const refused = await new RestClient({ server: 'http://127.0.0.1:1' }).request('GET', '/api').catch((e: unknown) => e);
+    assert.deepEqual(counted, ['PATCH 200', 'GET 200', 'GET 404', 'GET 200'], 'every request counted once, the watch too');
+    const unanswered = new RestClient({ server: 'http://127.0.0.1:1' });
+    unanswered.observer = (method, code) => counted.push(`${method} ${code}`);
+    const refused = await unanswered.request('GET', '/api').catch((e: unknown) => e);
+    assert.equal(counted.at(-1), 'GET <error>', 'a request without an answer counted as an error');
     assert.equal(httpCode(refused), 0);
     assert.match(String((refused as Error).message), /ECONNREFUSED/);
   } finally {

@@ -410,7 +410,7 @@ export class Agent implements PodSyncer {
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
       const admitted = this.workers.activePods().map((p) => this.resizer.allocatedPod(p));
-      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled });
+      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;
@@ -436,7 +436,8 @@ export class Agent implements PodSyncer {
       ...(pod.status ?? {}),
       phase: 'Failed',
       reason,
-      message,
+      // The kubelet's words: `kubectl describe` shows "Pod was rejected: <why>".
+      message: `Pod was rejected: ${message}`,
       hostIP: this.deps.nodeIP,
       startTime: pod.status?.startTime ?? new Date(this.clock.now()),
     });

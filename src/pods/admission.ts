@@ -4,6 +4,7 @@
 import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { admitAppArmor, type AppArmorVerdict } from './apparmor.js';
+import { admitUnderPressure, isCriticalPod, pressureConditions } from './pressure-admission.js';
 import type { SysctlAllowlist } from './sysctls.js';
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
@@ -107,11 +108,16 @@ export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResu
   return { admit: true };
 }
 
-/** Every admit handler of the kubelet, in its order: sysctls, then the node's fit, then AppArmor. */
+/**
+ * Every admit handler of the kubelet, in its order: node pressure (the eviction manager's), sysctls,
+ * then the node's fit, then AppArmor.
+ */
 export function admitPodHere(
   pod: V1Pod,
-  here: { node?: V1Node; admitted: V1Pod[]; sysctls: SysctlAllowlist; appArmorEnabled: boolean },
+  here: { node?: V1Node; admitted: V1Pod[]; sysctls: SysctlAllowlist; appArmorEnabled: boolean; staticOrMirror?: boolean },
 ): AdmitResult | AppArmorVerdict {
+  const pressure = admitUnderPressure(pod, pressureConditions(here.node), isCriticalPod(pod, here.staticOrMirror ?? false));
+  if (!pressure.admit) return pressure;
   const sysctls = here.sysctls.admit(pod);
   if (!sysctls.admit) return sysctls;
   const fits = here.node ? admitPod(pod, here.node, here.admitted) : ({ admit: true } as const);

@@ -205,6 +205,7 @@ export class Agent implements PodSyncer {
         registryCertsDir: pr.registryCertsDir || undefined,
         pullProgressTimeoutMs: opts.imagePullProgressDeadlineMs,
         log: (m, f) => this.logger.info(m, f),
+        warn: (m, f) => this.logger.warn(m, f),
       });
       await runtime.start();
       const server = new ProcessRuntimeServer(runtime);

@@ -108,6 +108,7 @@ async function runtimeServe(args: string[]): Promise<void> {
     registryCertsDir: values['registry-certs-dir'] ?? '/etc/containerd/certs.d',
     pullProgressTimeoutMs: deadlineMs,
     log: (m, f) => logger.info(m, f),
+    warn: (m, f) => logger.warn(m, f),
   });
   await runtime.start();
   const server = new ProcessRuntimeServer(runtime);

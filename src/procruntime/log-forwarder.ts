@@ -2,7 +2,7 @@
 // own (so it keeps running if the runtime restarts); this copies new bytes, line by line, to the
 // CRI log as "<RFC3339Nano> <stream> <F|P> <line>".
 import { closeSync, openSync, readSync, fstatSync, appendFileSync, mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const MAX_LINE = 16 * 1024;
 
@@ -17,49 +17,106 @@ export interface StreamState {
   pending: string;
 }
 
-/** Copies what is new in `rawPath` since `state.offset` to `logPath`; flushes a partial line when `final`. */
-export function forward(rawPath: string, stream: 'stdout' | 'stderr', logPath: string, state: StreamState, now: number, final = false): void {
+/**
+ * Copies what is new in `rawPath` since `state.offset` to `logPath`; flushes a partial line when
+ * `final`. When the CRI log cannot be written (its filesystem full), nothing is consumed: the bytes
+ * wait in the raw file, and the write error is returned for the caller to report and retry later.
+ */
+export function forward(rawPath: string, stream: 'stdout' | 'stderr', logPath: string, state: StreamState, now: number, final = false): NodeJS.ErrnoException | undefined {
   // One stat when nothing is new: this runs for every container, ten times a second.
   try {
-    if (statSync(rawPath).size <= state.offset && !(final && state.pending)) return;
+    if (statSync(rawPath).size <= state.offset && !(final && state.pending)) return undefined;
   } catch {
-    return;
+    return undefined;
   }
   let fd: number;
   try {
     fd = openSync(rawPath, 'r');
   } catch {
-    return;
+    return undefined;
   }
-  let out = '';
+  let offset = state.offset;
+  let pending = state.pending;
   try {
     const size = fstatSync(fd).size;
-    if (size > state.offset) {
-      const buf = Buffer.alloc(Math.min(size - state.offset, 4 * 1024 * 1024));
-      const n = readSync(fd, buf, 0, buf.length, state.offset);
-      state.offset += n;
-      state.pending += buf.subarray(0, n).toString('utf8');
+    if (size > offset) {
+      const buf = Buffer.alloc(Math.min(size - offset, 4 * 1024 * 1024));
+      const n = readSync(fd, buf, 0, buf.length, offset);
+      offset += n;
+      pending += buf.subarray(0, n).toString('utf8');
     }
   } finally {
     closeSync(fd);
   }
   const ts = rfc3339Nano(now);
+  let out = '';
   let nl: number;
-  while ((nl = state.pending.indexOf('\n')) >= 0) {
-    out += `${ts} ${stream} F ${state.pending.slice(0, nl)}\n`;
-    state.pending = state.pending.slice(nl + 1);
+  while ((nl = pending.indexOf('\n')) >= 0) {
+    out += `${ts} ${stream} F ${pending.slice(0, nl)}\n`;
+    pending = pending.slice(nl + 1);
   }
-  while (state.pending.length > MAX_LINE) {
-    out += `${ts} ${stream} P ${state.pending.slice(0, MAX_LINE)}\n`;
-    state.pending = state.pending.slice(MAX_LINE);
+  while (pending.length > MAX_LINE) {
+    out += `${ts} ${stream} P ${pending.slice(0, MAX_LINE)}\n`;
+    pending = pending.slice(MAX_LINE);
   }
-  if (final && state.pending) {
+  if (final && pending) {
     // As containerd: output that ends without a newline ends with a partial record.
-    out += `${ts} ${stream} P ${state.pending}\n`;
-    state.pending = '';
+    out += `${ts} ${stream} P ${pending}\n`;
+    pending = '';
   }
   if (out && logPath) {
-    mkdirSync(dirname(logPath), { recursive: true });
-    appendFileSync(logPath, out);
+    try {
+      mkdirSync(dirname(logPath), { recursive: true });
+      appendFileSync(logPath, out);
+    } catch (err) {
+      return err as NodeJS.ErrnoException;
+    }
   }
+  state.offset = offset;
+  state.pending = pending;
+  return undefined;
+}
+
+/** The bytes a container has written to its raw stdout and stderr files. */
+export function rawSize(rawDir: string): number {
+  let n = 0;
+  for (const f of ['stdout', 'stderr']) {
+    try {
+      n += statSync(join(rawDir, f)).size;
+    } catch {
+      /* not there: nothing written */
+    }
+  }
+  return n;
+}
+
+/** A container whose CRI log could not be written: since when, and when to try again. */
+export interface LogBlock {
+  since: number;
+  retryAt: number;
+  error: string;
+}
+
+/** While a log cannot be written it is tried again once a second, not on every tick. */
+export const LOG_RETRY_MS = 1000;
+
+/**
+ * Forwards a container's two streams unless its log is blocked and not yet due for a retry (a
+ * final flush always tries). Returns the block as it is now (undefined: the log is writable), and
+ * whether it just began or just ended, for the caller to say so once each.
+ */
+export function forwardStreams(
+  c: { logPath: string; stdout: StreamState; stderr: StreamState },
+  rawDir: string,
+  now: number,
+  final: boolean,
+  block: LogBlock | undefined,
+): { block?: LogBlock; change?: 'blocked' | 'resumed' } {
+  if (block && now < block.retryAt && !final) return { block };
+  const err = forward(join(rawDir, 'stdout'), 'stdout', c.logPath, c.stdout, now, final) ?? forward(join(rawDir, 'stderr'), 'stderr', c.logPath, c.stderr, now, final);
+  if (err) {
+    const next = { since: block?.since ?? now, retryAt: now + LOG_RETRY_MS, error: err.code ?? err.message };
+    return { block: next, change: block ? undefined : 'blocked' };
+  }
+  return { change: block ? 'resumed' : undefined };
 }

@@ -43,7 +43,7 @@ import { RecordStore } from './state.js';
 import { execPlan, runExecSync, type ExecPlan } from './exec.js';
 import { detectIsolation, launchArgv, type Isolation, type LaunchNamespaces, type LaunchSpec } from './isolation.js';
 import { launchNamespaces, SandboxNamespaceManager } from './sandbox-namespaces.js';
-import { forward } from './log-forwarder.js';
+import { forwardStreams, rawSize, type LogBlock } from './log-forwarder.js';
 import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
 import { containerSeccompProgram } from './seccomp/container.js';
 import { stopContainerProcess } from './container-stop.js';
@@ -75,6 +75,8 @@ export interface ProcessRuntimeOptions {
   /** Where the CNI plugins are, default /usr/lib/cni and /opt/cni/bin. */
   cniBinDirs?: string[];
   log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** What went wrong but is handled (a log that cannot be written); `log` when not given. */
+  warn?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
 export const PROCESS_RUNTIME_HANDLER = 'process';
@@ -99,6 +101,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   /** Pods' namespaces and networks; none under proot, which cannot make namespaces (pods share the host's). */
   private namespaces?: SandboxNamespaceManager;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+  private readonly warn: (msg: string, fields?: Record<string, unknown>) => void;
+  /** Containers whose CRI log could not be written lately. */
+  private readonly logBlocked = new Map<string, LogBlock>();
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.store = new RecordStore(opts.root);
@@ -114,6 +119,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       removeContainer: (id) => this.removeContainer(id),
     });
     this.log = opts.log ?? (() => undefined);
+    this.warn = opts.warn ?? this.log;
     this.statsService = new ProcessStatsService({
       containersOf: (sandboxId) => [...this.containers.values()].filter((c) => c.sandboxId === sandboxId),
       cgroups: () => this.cgroups,
@@ -163,6 +169,26 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return this.store.saveContainer(c);
   }
 
+  /**
+   * A container's new output to its CRI log. A log that cannot be written (its filesystem full)
+   * holds the output back in the container's raw files, is retried once a second, and is reported
+   * when it blocks and when it flows again; a container that ends meanwhile loses what was held, and
+   * that is reported too.
+   */
+  private forwardLogs(c: ContainerRecord, now: number, ended: boolean): void {
+    const was = this.logBlocked.get(c.id);
+    const { block, change } = forwardStreams(c, this.cdir(c.id), now, ended, was);
+    if (block) this.logBlocked.set(c.id, block);
+    else this.logBlocked.delete(c.id);
+    const fields = { containerID: c.id, logPath: c.logPath };
+    if (change === 'blocked') this.warn('container log cannot be written: its output is held back until it can', { ...fields, error: block!.error });
+    if (change === 'resumed') this.warn('container log written again: the output held back is in it', { ...fields, heldBackMs: now - was!.since });
+    if (ended && block) {
+      this.warn('container ended while its log could not be written: its last output is not in the log', { ...fields, error: block.error, bytes: rawSize(this.cdir(c.id)) - c.stdout.offset - c.stderr.offset });
+      this.logBlocked.delete(c.id);
+    }
+  }
+
   /** Every 100 ms: move output to the CRI logs and notice exits. */
   private tick(): void {
     const now = Date.now();
@@ -178,8 +204,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       else if (!this.goneAt.has(c.id)) this.goneAt.set(c.id, now);
       const ended = exit !== undefined || (!alive && now - this.goneAt.get(c.id)! >= 1000);
       const before = c.stdout.offset + c.stderr.offset;
-      forward(join(this.cdir(c.id), 'stdout'), 'stdout', c.logPath, c.stdout, now, ended);
-      forward(join(this.cdir(c.id), 'stderr'), 'stderr', c.logPath, c.stderr, now, ended);
+      this.forwardLogs(c, now, ended);
       // Log offsets are saved at most once a second: a runtime that dies repeats at most that much.
       if (c.stdout.offset + c.stderr.offset !== before && now - (this.offsetsSavedAt.get(c.id) ?? 0) >= 1000) {
         this.offsetsSavedAt.set(c.id, now);

@@ -23,7 +23,7 @@ import { NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSy
 import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
-import { defaultGCPolicy, garbageCollect } from '../runtime/gc.js';
+import { defaultGCPolicy, garbageCollect, removeDeletedPod } from '../runtime/gc.js';
 import { killPodWithSyncResult } from '../runtime/kill.js';
 import { execInContainer } from '../runtime/hooks.js';
 import { getPodStatus, getPods } from '../runtime/pod-status.js';
@@ -584,6 +584,7 @@ export class Agent implements PodSyncer {
         this.local.forget(uid);
         await this.mirrors?.remove(uid);
       }
+      await this.removeFromRuntime(pod);
       return;
     }
     if (!pod.metadata?.deletionTimestamp || !this.kube || isStaticPod(pod)) return;
@@ -598,6 +599,17 @@ export class Agent implements PodSyncer {
       if (code !== 404 && code !== 409) throw new Error(`delete pod: ${apiErrorMessage(err)}`);
     }
     this.statusManager.forget(uid);
+    await this.removeFromRuntime(pod);
+  }
+
+  /** A deleted pod's containers and sandboxes go now, not at the next GC (best effort: GC is the backstop). */
+  private async removeFromRuntime(pod: V1Pod): Promise<void> {
+    try {
+      const removed = await removeDeletedPod(this.deps, pod.metadata?.uid ?? '');
+      this.logger.debug('deleted pod removed from the runtime', { ...podFields(pod), ...removed });
+    } catch (err) {
+      this.logger.warn('deleted pod not removed from the runtime: garbage collection will', { ...podFields(pod), error: (err as Error).message });
+    }
   }
 
   private observeStart(uid: string, allRunning: boolean): void {

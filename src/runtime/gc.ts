@@ -8,7 +8,7 @@ import { isNotFound } from '../cri/errors.js';
 import type { Container, PodSandbox } from '../cri/types.js';
 import { killContainer, removeContainer } from './container.js';
 import type { RuntimeManagerDeps } from './deps.js';
-import { getContainerInfoFromLabels, NodeNameLabel } from './labels.js';
+import { getContainerInfoFromLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
 
 export interface GCPolicy {
   /** Containers created more recently than this are kept (the kubelet's minimum-container-ttl-duration: 0). */
@@ -113,6 +113,30 @@ function gcContainer(c: Container): GCContainer {
 
 function gcSandbox(sb: PodSandbox): GCSandbox {
   return { id: sb.id, podUID: sb.metadata?.uid ?? '', createdAt: Math.floor(Number(sb.created_at) / 1e6), ready: sb.state === 'SANDBOX_READY' };
+}
+
+/**
+ * What a deleted pod left in the runtime (its stopped containers and sandboxes), removed as soon as
+ * its worker is done with it, as the kubelet's pod container deletor removes a deleted pod's dead
+ * containers at once: under churn the once-a-minute GC, one removal after another, falls behind,
+ * and every relist grows with what it has not removed yet. Whatever fails here, GC removes later.
+ */
+export async function removeDeletedPod(deps: RuntimeManagerDeps, uid: string): Promise<{ containers: number; sandboxes: number }> {
+  const sel = { label_selector: { [NodeNameLabel]: deps.nodeName, [PodUIDLabel]: uid } };
+  const removed = { containers: 0, sandboxes: 0 };
+  for (const c of await deps.runtime.listContainers(sel)) {
+    if (c.state === 'CONTAINER_RUNNING') continue;
+    await removeContainer(deps, c.id);
+    removed.containers++;
+  }
+  const left = (await deps.runtime.listContainers(sel)).length;
+  if (left > 0) return removed;
+  for (const sb of await deps.runtime.listPodSandbox(sel)) {
+    await deps.runtime.stopPodSandbox(sb.id);
+    await deps.runtime.removePodSandbox(sb.id);
+    removed.sandboxes++;
+  }
+  return removed;
 }
 
 /**

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { defaultGCPolicy, garbageCollect, planContainerGC, planSandboxGC, type GCContainer, type GCSandbox } from '../../../src/runtime/gc.js';
+import { defaultGCPolicy, garbageCollect, planContainerGC, removeDeletedPod, planSandboxGC, type GCContainer, type GCSandbox } from '../../../src/runtime/gc.js';
 import { getPodStatus } from '../../../src/runtime/pod-status.js';
 import { syncPod } from '../../../src/runtime/sync-pod.js';
 import { fakeDeps } from './deps.js';
@@ -125,3 +125,22 @@ test('GC before the pod sources are ready removes nothing of pods it cannot yet 
   assert.equal(runtime.containers.size, 1);
 });
 
+
+test('a deleted pod is removed from the runtime at once: its stopped containers, then its sandbox; other pods and running containers stay', async () => {
+  const { deps, runtime, clock } = fakeDeps();
+  const a = pod();
+  const b: V1Pod = { ...pod(), metadata: { name: 'other', namespace: 'ns', uid: 'uid-2' } };
+  await syncPod(deps, a, await status(deps, a));
+  await syncPod(deps, b, await status(deps, b));
+  clock.step(1000);
+  const [ca] = runtime.running().filter((c) => c.config.labels?.['io.kubernetes.pod.uid'] === 'uid-1');
+  // Still running: nothing of the pod goes (its worker has not stopped it).
+  assert.deepEqual(await removeDeletedPod(deps, 'uid-1'), { containers: 0, sandboxes: 0 });
+  runtime.exit(ca!.id, 0);
+  for (const sb of runtime.sandboxes.values()) if (sb.config.metadata?.uid === 'uid-1') sb.state = 'SANDBOX_NOTREADY';
+  runtime.calls = [];
+  assert.deepEqual(await removeDeletedPod(deps, 'uid-1'), { containers: 1, sandboxes: 1 });
+  assert.deepEqual(runtime.calls.filter((x) => !x.startsWith('List') && !x.startsWith('ContainerStatus')).map((x) => x.replace(/ timeout=\d+| sb\d+| [0-9a-f-]{6,}$/g, '')), ['RemoveContainer c', 'StopPodSandbox', 'RemovePodSandbox']);
+  assert.equal(runtime.running().length, 1, "the other pod's container runs on");
+  assert.equal(runtime.sandboxes.size, 1);
+});

@@ -7,6 +7,7 @@
 // InvalidDiskCapacity).
 import { statfs } from 'node:fs/promises';
 import type { V1ObjectReference } from '@kubernetes/client-node';
+import { isNotFound } from '../cri/errors.js';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type { Container, ContainerStatusResponse, Image } from '../cri/types.js';
 import { EventReasons, type EventRecorder } from '../kube/object-ref.js';
@@ -255,6 +256,9 @@ export class ImageGCManager {
       try {
         resp = await this.opts.runtime.containerStatus(c.id, false);
       } catch (err) {
+        // Removed since the list (GC, a deleted pod): it holds no image any more. The kubelet fails
+        // the whole pass here, and under churn image GC then never ran.
+        if (isNotFound(err)) continue;
         throw new Error(`get container status: runtime container status: ${(err as Error).message}`, { cause: err });
       }
       if (!resp.status) throw new Error('get container status: container status is nil');

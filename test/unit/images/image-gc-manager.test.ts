@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerStatusResponse, Container, Image, ImageFsInfoResponse, ImageSpec } from '../../../src/cri/types.js';
+import { CriNotFoundError } from '../../../src/cri/errors.js';
 import {
   defaultImageGCPolicy,
   formatSize,
@@ -54,6 +55,8 @@ class FakeCRI {
   fsInfo?: ImageFsInfoResponse;
   listError?: string;
   statusError?: string;
+  /** Containers listed but gone by the time their status is asked (removed in between). */
+  vanished = new Set<string>();
   mountpoints: string[] = [];
 
   async listImages(): Promise<Image[]> {
@@ -75,6 +78,7 @@ class FakeCRI {
   }
   async containerStatus(id: string): Promise<ContainerStatusResponse> {
     if (this.statusError) throw new Error(this.statusError);
+    if (this.vanished.has(id)) throw new CriNotFoundError('ContainerStatus', 'unix:///fake', id);
     const mounts = (this.mounts.get(id) ?? []).map((img) => ({ container_path: '/m', host_path: '', image: { image: img } }));
     return { status: { id, mounts }, info: {} } as unknown as ContainerStatusResponse;
   }
@@ -337,6 +341,14 @@ test('garbageCollect: the image filesystem\'s errors, and capacity 0 as InvalidD
   await assert.rejects(m.garbageCollect(), { message: 'get container status: runtime container status: rpc error: code = Unavailable' });
   cri.listError = 'runtime down';
   await assert.rejects(m.garbageCollect(), { message: 'runtime down' });
+});
+
+test('detectImages: a container removed between the list and its status holds no image; the pass goes on', async () => {
+  const { cri, m } = setup();
+  cri.images = [image('a', 1), image('b', 1)];
+  cri.containers = [container('gone', 'a'), container('cb', 'b')];
+  cri.vanished.add('gone');
+  assert.deepEqual([...(await m.detectImages())].sort(), ['a', 'b'], 'as listed: its image was in use when listed');
 });
 
 test('deleteUnusedImages: every unused image old enough, whatever the usage', async () => {

@@ -2,6 +2,8 @@
 // short-lived. nodelet's /metrics is sampled all along; after a warm-up each figure's slope per
 // minute is fitted and printed (the goal is flat), API requests per pod are compared between the
 // two halves, and once churn stops every per-pod size must come back to the standing workload's.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
 import { clusterEnv } from '../../support/cluster.js';
 import { core } from '../../support/kube.js';
@@ -62,6 +64,8 @@ const TIMER_MARGIN = 10;
 interface Sample {
   t: number;
   created: number;
+  /** Churn pods in the API when sampled (created and not yet gone). */
+  alive: number;
   scrape: Scrape;
   values: Record<string, number>;
 }
@@ -84,11 +88,32 @@ async function churnPodsInApi(ns: string): Promise<number> {
   return (await core.listNamespacedPod({ namespace: ns, labelSelector: `${LABEL}=churn` })).items.length;
 }
 
-async function sample(ctx: DrillContext, t0: number, created: number): Promise<Sample> {
+/** The process listening on the runtime's unix socket (the process runtime, or containerd). */
+function runtimePid(endpoint: string): number | undefined {
+  const path = endpoint.replace(/^unix:\/\//, '');
+  const out = spawnSync('ss', ['-xlpn'], { encoding: 'utf8' }).stdout ?? '';
+  const line = out.split('\n').find((l) => l.split(/\s+/).includes(path));
+  const pid = line ? Number(/pid=(\d+)/.exec(line)?.[1]) : NaN;
+  return Number.isFinite(pid) ? pid : undefined;
+}
+
+/** The runtime process's RSS and open files, from /proc (it has no /metrics of ours). */
+function runtimeFigures(pid: number | undefined): Record<string, number> {
+  if (!pid) return {};
+  try {
+    const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+    return { runtime_rss_mib: rss / 1024, runtime_fds: readdirSync(`/proc/${pid}/fd`).length };
+  } catch {
+    return {};
+  }
+}
+
+async function sample(ctx: DrillContext, t0: number, created: number, alive: number, rtPid?: number): Promise<Sample> {
   const scrape = parseProm(await ctx.agent.get('/metrics'));
   const values: Record<string, number> = {};
   for (const [k, read] of Object.entries(FIGURES)) values[k] = read(scrape);
-  return { t: (Date.now() - t0) / 1000, created, scrape, values };
+  Object.assign(values, runtimeFigures(rtPid));
+  return { t: (Date.now() - t0) / 1000, created, alive, scrape, values };
 }
 
 /** Each nodelet_map_entries series (a map of its own) as a figure too. */
@@ -98,15 +123,25 @@ function mapSeries(s: Scrape): Record<string, number> {
   return out;
 }
 
-/** What is still above its standing level (names and values), given the baseline and now. */
-function notReturned(base: Sample, now: Sample): string[] {
+/**
+ * What is still above its standing level (names and values), given the baseline and the latest
+ * samples: each figure by its lowest of them, as the standing workload's own work (a crash loop's
+ * restart, a probe, a status on its way) lifts one sample or another for a moment.
+ */
+function notReturned(base: Sample, recent: Sample[]): string[] {
   const over: string[] = [];
-  for (const k of MUST_RETURN) if (now.values[k]! > base.values[k]!) over.push(`${k} ${now.values[k]} (was ${base.values[k]})`);
-  if (now.values.timers! > base.values.timers! + TIMER_MARGIN) over.push(`timers ${now.values.timers} (was ${base.values.timers}, margin ${TIMER_MARGIN})`);
+  const low = (read: (s: Sample) => number) => Math.min(...recent.map(read));
+  for (const k of MUST_RETURN) {
+    const v = low((s) => s.values[k]!);
+    if (v > base.values[k]!) over.push(`${k} ${v} (was ${base.values[k]})`);
+  }
+  const timers = low((s) => s.values.timers!);
+  if (timers > base.values.timers! + TIMER_MARGIN) over.push(`timers ${timers} (was ${base.values.timers}, margin ${TIMER_MARGIN})`);
   const b = mapSeries(base.scrape);
-  for (const [k, v] of Object.entries(mapSeries(now.scrape))) {
+  for (const k of Object.keys(mapSeries(recent.at(-1)!.scrape))) {
     // The ConfigMap/Secret caches hold objects, not pods: kube-root-ca.crt of the drill's namespace may stay.
     if (k.endsWith('_cache_objects')) continue;
+    const v = low((s) => mapSeries(s.scrape)[k] ?? 0);
     if (v > (b[k] ?? 0)) over.push(`${k} ${v} (was ${b[k] ?? 0})`);
   }
   return over;
@@ -125,13 +160,14 @@ export const drill: Drill = {
     const ns = ctx.namespace;
     const t0 = Date.now();
     const samples: Sample[] = [];
+    const rtPid = runtimePid(ctx.runtime.endpoint);
     const startedBefore = parseProm(await ctx.agent.get('/metrics')).sum('kubelet_started_pods_total');
     // The standing level: the highest of samples over 12 s (log rotation learns the containers'
     // log paths every 10 s, a resync's timer comes and goes).
-    const base = await sample(ctx, t0, 0);
+    const base = await sample(ctx, t0, 0, 0, rtPid);
     for (let i = 0; i < 4; i++) {
       await sleep(3000);
-      const s = await sample(ctx, t0, 0);
+      const s = await sample(ctx, t0, 0, 0, rtPid);
       for (const k of Object.keys(s.values)) base.values[k] = Math.max(base.values[k]!, s.values[k]!);
       for (const [k, v] of s.scrape.series) if (v > (base.scrape.series.get(k) ?? -Infinity)) base.scrape.series.set(k, v);
     }
@@ -162,7 +198,7 @@ export const drill: Drill = {
       while (!stop) {
         await sleep(sampleEveryMs);
         if (!ctx.agent.alive()) throw new Error('nodelet died during churn');
-        samples.push(await sample(ctx, t0, created));
+        samples.push(await sample(ctx, t0, created, alive, rtPid));
       }
     })().catch((err: Error) => {
       failure = err;
@@ -198,15 +234,18 @@ export const drill: Drill = {
 
     // Settle: the pods go from the API, and every per-pod size back to its standing level.
     const settleStart = Date.now();
-    let last = await sample(ctx, t0, created);
-    let left = notReturned(base, last);
+    let last = await sample(ctx, t0, created, alive, rtPid);
+    const recent = [last];
+    let left = notReturned(base, recent);
     let podsLeft = await churnPodsInApi(ns);
     while ((left.length || podsLeft) && Date.now() - settleStart < settleMs) {
       await sleep(2000);
       if (!ctx.agent.alive()) throw new Error('nodelet died after churn');
       podsLeft = await churnPodsInApi(ns);
-      last = await sample(ctx, t0, created);
-      left = notReturned(base, last);
+      last = await sample(ctx, t0, created, alive, rtPid);
+      recent.push(last);
+      if (recent.length > 5) recent.shift();
+      left = notReturned(base, recent);
     }
     const settledS = (Date.now() - settleStart) / 1000;
 
@@ -216,7 +255,7 @@ export const drill: Drill = {
     const figures: Figures = { pods_per_second: Number((created / ((churnEnd - churnStart) / 1000)).toFixed(2)), pods_created: created, pods_skipped: skipped, create_errors: createErrors, delete_errors: deleteErrors, max_alive: maxAlive };
     figures.pods_started = parseProm(await ctx.agent.get('/metrics')).sum('kubelet_started_pods_total') - startedBefore;
     const lines: string[] = [];
-    for (const k of Object.keys(FIGURES)) {
+    for (const k of Object.keys(base.values)) {
       if (k === 'api_requests') continue;
       const pts: Point[] = during.map((s) => ({ t: s.t, y: s.values[k]! }));
       const slope = slopePerMinute(pts, warmupS);
@@ -225,8 +264,14 @@ export const drill: Drill = {
     }
     ctx.log(`churn: figures after a ${warmupS} s warm-up:\n  ${lines.join('\n  ')}`);
 
-    // API requests per pod created, the first half of the churn (after the warm-up) against the second.
-    const perPod = (a: Sample, b: Sample) => (b.created > a.created ? (b.values.api_requests! - a.values.api_requests!) / (b.created - a.created) : NaN);
+    // API requests per pod, the first half of the churn (after the warm-up) against the second. A
+    // pod's requests come at its start and at its end: the pods of a window are the mean of those
+    // created and those gone in it (creation pauses when the node falls behind; deletions go on).
+    const perPod = (a: Sample, b: Sample) => {
+      const created = b.created - a.created;
+      const gone = created - (b.alive - a.alive);
+      return created + gone > 0 ? (b.values.api_requests! - a.values.api_requests!) / ((created + gone) / 2) : NaN;
+    };
     const steady = during.filter((s) => s.t >= warmupS);
     const first = steady[0] ?? base;
     const mid = steady[Math.floor(steady.length / 2)] ?? base;

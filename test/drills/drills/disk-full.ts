@@ -71,10 +71,12 @@ async function waitPhase(ns: string, name: string, what: string, timeoutMs: numb
   }, 500);
 }
 
-/** Container ID and restart count of every container of the standing workload, by pod UID and name. */
+/** Container ID and restart count of every container of the standing workload (but the crash-looping), by pod and name. */
 async function standing(ctx: DrillContext): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const p of await ctx.workload.pods()) {
+    // Crash-looping pods restart by design.
+    if (p.metadata?.labels?.['drills.nodelet.io/kind'] === 'crash') continue;
     for (const c of [...(p.status?.containerStatuses ?? []), ...(p.status?.initContainerStatuses ?? [])]) {
       out.set(`${p.metadata?.namespace}/${p.metadata?.name}/${c.name}`, `${c.containerID ?? ''} restarts ${c.restartCount}`);
     }

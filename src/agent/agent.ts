@@ -584,7 +584,8 @@ export class Agent implements PodSyncer {
         this.local.forget(uid);
         await this.mirrors?.remove(uid);
       }
-      await this.removeFromRuntime(pod);
+      // Its containers and sandboxes go now, not at the next GC.
+      await removeDeletedPod(this.deps, { uid, fields: podFields(pod) });
       return;
     }
     if (!pod.metadata?.deletionTimestamp || !this.kube || isStaticPod(pod)) return;
@@ -599,17 +600,7 @@ export class Agent implements PodSyncer {
       if (code !== 404 && code !== 409) throw new Error(`delete pod: ${apiErrorMessage(err)}`);
     }
     this.statusManager.forget(uid);
-    await this.removeFromRuntime(pod);
-  }
-
-  /** A deleted pod's containers and sandboxes go now, not at the next GC (best effort: GC is the backstop). */
-  private async removeFromRuntime(pod: V1Pod): Promise<void> {
-    try {
-      const removed = await removeDeletedPod(this.deps, pod.metadata?.uid ?? '');
-      this.logger.debug('deleted pod removed from the runtime', { ...podFields(pod), ...removed });
-    } catch (err) {
-      this.logger.warn('deleted pod not removed from the runtime: garbage collection will', { ...podFields(pod), error: (err as Error).message });
-    }
+    await removeDeletedPod(this.deps, { uid, fields: podFields(pod) });
   }
 
   private observeStart(uid: string, allRunning: boolean): void {

@@ -119,22 +119,29 @@ function gcSandbox(sb: PodSandbox): GCSandbox {
  * What a deleted pod left in the runtime (its stopped containers and sandboxes), removed as soon as
  * its worker is done with it, as the kubelet's pod container deletor removes a deleted pod's dead
  * containers at once: under churn the once-a-minute GC, one removal after another, falls behind,
- * and every relist grows with what it has not removed yet. Whatever fails here, GC removes later.
+ * and every relist grows with what it has not removed yet. Never throws: what fails here, GC
+ * removes later.
  */
-export async function removeDeletedPod(deps: RuntimeManagerDeps, uid: string): Promise<{ containers: number; sandboxes: number }> {
-  const sel = { label_selector: { [NodeNameLabel]: deps.nodeName, [PodUIDLabel]: uid } };
+export async function removeDeletedPod(deps: RuntimeManagerDeps, pod: { uid: string; fields: Record<string, unknown> }): Promise<{ containers: number; sandboxes: number }> {
+  const sel = { label_selector: { [NodeNameLabel]: deps.nodeName, [PodUIDLabel]: pod.uid } };
   const removed = { containers: 0, sandboxes: 0 };
-  for (const c of await deps.runtime.listContainers(sel)) {
-    if (c.state === 'CONTAINER_RUNNING') continue;
-    await removeContainer(deps, c.id);
-    removed.containers++;
-  }
-  const left = (await deps.runtime.listContainers(sel)).length;
-  if (left > 0) return removed;
-  for (const sb of await deps.runtime.listPodSandbox(sel)) {
-    await deps.runtime.stopPodSandbox(sb.id);
-    await deps.runtime.removePodSandbox(sb.id);
-    removed.sandboxes++;
+  try {
+    for (const c of await deps.runtime.listContainers(sel)) {
+      if (c.state === 'CONTAINER_RUNNING') continue;
+      await removeContainer(deps, c.id);
+      removed.containers++;
+    }
+    // A sandbox goes with the last of its containers.
+    if ((await deps.runtime.listContainers(sel)).length === 0) {
+      for (const sb of await deps.runtime.listPodSandbox(sel)) {
+        await deps.runtime.stopPodSandbox(sb.id);
+        await deps.runtime.removePodSandbox(sb.id);
+        removed.sandboxes++;
+      }
+    }
+    deps.logger.debug('deleted pod removed from the runtime', { ...pod.fields, ...removed });
+  } catch (err) {
+    deps.logger.warn('deleted pod not removed from the runtime: garbage collection will', { ...pod.fields, error: (err as Error).message });
   }
   return removed;
 }

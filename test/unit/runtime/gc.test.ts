@@ -135,11 +135,11 @@ test('a deleted pod is removed from the runtime at once: its stopped containers,
   clock.step(1000);
   const [ca] = runtime.running().filter((c) => c.config.labels?.['io.kubernetes.pod.uid'] === 'uid-1');
   // Still running: nothing of the pod goes (its worker has not stopped it).
-  assert.deepEqual(await removeDeletedPod(deps, 'uid-1'), { containers: 0, sandboxes: 0 });
+  assert.deepEqual(await removeDeletedPod(deps, { uid: 'uid-1', fields: {} }), { containers: 0, sandboxes: 0 });
   runtime.exit(ca!.id, 0);
   for (const sb of runtime.sandboxes.values()) if (sb.config.metadata?.uid === 'uid-1') sb.state = 'SANDBOX_NOTREADY';
   runtime.calls = [];
-  assert.deepEqual(await removeDeletedPod(deps, 'uid-1'), { containers: 1, sandboxes: 1 });
+  assert.deepEqual(await removeDeletedPod(deps, { uid: 'uid-1', fields: {} }), { containers: 1, sandboxes: 1 });
   assert.deepEqual(runtime.calls.filter((x) => !x.startsWith('List') && !x.startsWith('ContainerStatus')).map((x) => x.replace(/ timeout=\d+| sb\d+| [0-9a-f-]{6,}$/g, '')), ['RemoveContainer c', 'StopPodSandbox', 'RemovePodSandbox']);
   assert.equal(runtime.running().length, 1, "the other pod's container runs on");
   assert.equal(runtime.sandboxes.size, 1);

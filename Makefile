@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance critest e2e-daemonset image test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest e2e-daemonset image test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -17,6 +17,7 @@ help:
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
 	@echo "make bench         nodelet, the kubelet and nodelet's process runtime side by side (start latency, density, RSS, CPU); bench/results/latest.json"
+	@echo "make drills       reliability drills (test/drills/README.md): crashes, outages, stalls, churn, a full disk, bad input, with invariants after each (DRILLS=, DRILLS_RUNTIMES=); test/drills/results/latest.json"
 	@echo "make conformance   Kubernetes' [NodeConformance] specs against nodelet, its process runtime and the kubelet (AGENT=, FOCUS=, SPEC=, PROCS=); test/conformance/results/latest.json"
 	@echo "make e2e-daemonset nodelet's image deployed with kubectl apply -k deploy/ onto the real kubelet (node host-0): join, pods, logs/exec, rolling update, the node's death"
 	@echo "make image         nodelet's OCI image for the DaemonSet, no container engine, reproducible: dist/image/nodelet_<tag>.tar (IMAGE_TAG=, IMAGE_NAME=)"
@@ -61,6 +62,12 @@ bench: setup build
 	hack/build-go-bins.sh kubelet
 	hack/cluster-up.sh
 	node dist/bench/bench.js
+
+# The reliability drills (test/drills/README.md) against the test cluster, which they stop and start
+# parts of; brings it up if it is not.
+drills: setup build
+	hack/cluster-up.sh
+	node dist/test/drills/run.js
 
 # Kubernetes' own [NodeConformance] specs, one agent at a time (test/conformance/README.md); brings the test cluster up if it is not.
 conformance: setup build

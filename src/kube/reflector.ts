@@ -36,11 +36,18 @@ export interface ReflectorOptions {
   clock: Clock;
   logger: Logger;
   resyncPeriodMs?: number;
-  /** A watch with no event or bookmark for this long is restarted. */
+  /** A watch with no event or bookmark for this long is restarted (default: WATCH_STALL_TIMEOUT_MS). */
   stallTimeoutMs?: number;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
 }
+
+/**
+ * The API server sends a watch that asked for bookmarks one at least every minute, so a watch
+ * quiet for longer than that is dead (a connection dropped somewhere without a reset); 10 s over
+ * the minute allows for a busy server.
+ */
+export const WATCH_STALL_TIMEOUT_MS = 70_000;
 
 class GoneError extends Error {}
 
@@ -148,7 +155,7 @@ export class PodReflector {
 
   private watchOnce(): Promise<void> {
     this.stats.watches++;
-    const stallMs = this.opts.stallTimeoutMs ?? 5 * 60_000;
+    const stallMs = this.opts.stallTimeoutMs ?? WATCH_STALL_TIMEOUT_MS;
     // The server ends the watch on its own after a random 5-10 min, as client-go asks it to.
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
     let stallTimer: Timer | undefined;

@@ -107,6 +107,13 @@ export interface RequestOptions {
   contentType?: string;
 }
 
+/**
+ * A request whose connection has been silent this long fails (and its caller retries on a new
+ * connection): a connection a middlebox has dropped without a reset would otherwise hold a status
+ * update or a lease renewal forever. Idle time, not total: a long list streaming in is not cut.
+ */
+export const REQUEST_IDLE_TIMEOUT_MS = 30_000;
+
 /** The message of a failed call: the server's Status message where there is one. */
 function failure(code: number, text: string, method: string, path: string): ApiError {
   let body: unknown = text;
@@ -198,6 +205,8 @@ export class RestClient {
     if (token) headers.Authorization = `Bearer ${token}`;
     const lib = u.protocol === 'https:' ? https : http;
     const req = lib.request(u, { method, agent: gen.agent, headers }, onResponse);
+    // Watches are watched for silence by their owners (the reflector's stall timer).
+    if (!opts.query?.watch) req.setTimeout(REQUEST_IDLE_TIMEOUT_MS, () => req.destroy(new Error(`no answer for ${REQUEST_IDLE_TIMEOUT_MS / 1000} s`)));
     gen.inFlight++;
     req.once('close', () => this.finished(gen));
     req.on('error', onError);

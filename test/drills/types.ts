@@ -20,7 +20,7 @@ export interface DrillAgent {
   readonly rootDir: string;
   /** --pod-log-root: a small loop-mounted filesystem of its own (the disk-full drill fills it). */
   readonly podLogRoot: string;
-  /** --pod-manifest-path: static pod manifests. */
+  /** --static-pod-path: static pod manifests (watched). */
   readonly staticPodDir: string;
   /** Every log line of the current process so far, parsed (JSON logs). */
   readonly lines: ReadonlyArray<Record<string, unknown>>;
@@ -54,9 +54,18 @@ export interface Workload {
   settled(): Promise<boolean>;
 }
 
+/** The agent reaches the API server through this TCP proxy (test/drills/api-proxy.ts). */
+export interface DrillApiProxy {
+  /** Every connection open now goes silent (held open, nothing forwarded); returns how many. New ones work. */
+  freeze(): number;
+  /** The silent connections are closed. */
+  dropFrozen(): void;
+}
+
 /** What a drill gets. */
 export interface DrillContext {
   readonly runtime: DrillRuntime;
+  readonly apiProxy: DrillApiProxy;
   readonly agent: DrillAgent;
   readonly workload: Workload;
   readonly cri: CriClient;

@@ -36,6 +36,9 @@ export interface ProcessRuntimeHandle extends TestRuntime {
   process: ChildProcess;
   /** SIGKILL and start again on the same state (a crash and a restart). */
   restart(): Promise<void>;
+  /** SIGKILL only (its containers' monitors keep running); `start` brings it back on the same state. */
+  crash(): Promise<void>;
+  start(): Promise<void>;
 }
 
 /** Starts `nodelet runtime serve` on a socket of its own, with the test images as its pull source. */
@@ -70,10 +73,17 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
     checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
     process: await launch(),
     async restart() {
+      await handle.crash();
+      await handle.start();
+    },
+    async crash() {
       const old = handle.process;
+      if (old.exitCode !== null || old.signalCode !== null) return;
       const exited = new Promise((r) => old.once('exit', r));
       old.kill('SIGKILL');
       await exited;
+    },
+    async start() {
       handle.process = await launch();
     },
     async stop() {

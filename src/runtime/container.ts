@@ -275,7 +275,10 @@ const CONTAINER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 export async function startContainer(deps: RuntimeManagerDeps, input: StartContainerInput): Promise<void> {
   const { pod, container } = input;
   const ref = containerRef(pod, container.name);
-  const warn = (msg: string) => deps.recorder.event(ref, 'Warning', EventReasons.FailedToCreateContainer, `Error: ${msg}`);
+  // A runtime's error may name the container's ID: the event names the container instead, as the
+  // kubelet's do, so that the attempts' events aggregate into one.
+  let containerID = '';
+  const warn = (msg: string) => deps.recorder.event(ref, 'Warning', EventReasons.FailedToCreateContainer, `Error: ${containerID ? msg.split(containerID).join(container.name) : msg}`);
 
   let imageRef: string;
   try {
@@ -304,7 +307,6 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     throw se;
   }
 
-  let containerID: string;
   try {
     containerID = await deps.runtime.createContainer(input.sandboxID, config, input.sandboxConfig);
   } catch (err) {

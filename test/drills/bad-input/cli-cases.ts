@@ -58,7 +58,7 @@ function runOnce(cli: string, args: string[], cwd: string): Promise<Outcome> {
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill('SIGKILL');
-    }, 15_000);
+    }, 60_000);
     child.once('close', (status, signal) => {
       clearTimeout(timer);
       resolve({ status, signal, stdout, stderr, timedOut });
@@ -71,7 +71,7 @@ function judge(c: CliCase, r: Outcome): string | undefined {
   const lines = stderr.split('\n').filter((l) => l !== '');
   const masked = (t: string) => (c.file ? t.split(c.file).join('FILE') : t);
   const problems: string[] = [];
-  if (r.timedOut) problems.push('still running after 15 s (the config was accepted)');
+  if (r.timedOut) problems.push('still running after 60 s (the config was accepted)');
   if (r.status !== c.exitCode) problems.push(`exit code ${r.status ?? r.signal}, not ${c.exitCode}`);
   if (lines.length !== 1) problems.push(`${lines.length} lines on stderr, not 1`);
   if (/^\s+at /m.test(stderr)) problems.push('a stack trace');

@@ -98,8 +98,8 @@ export function loadBadPods(dir: string, runtime: RuntimeName, values: Placehold
       return v === undefined ? undefined : new RegExp(v);
     };
     const name = doc.metadata!.name!;
-    // The pod as created: no annotations of ours but the case's name, the placeholders filled.
-    const pod = fillDeep({ ...doc, metadata: { name, labels: { 'drills.nodelet.io/case': name } } }, values) as V1Pod;
+    // The pod as created: its labels and the case's name, none of our annotations, the placeholders filled.
+    const pod = fillDeep({ ...doc, metadata: { name, labels: { ...(doc.metadata?.labels ?? {}), 'drills.nodelet.io/case': name } } }, values) as V1Pod;
     cases.push({
       file,
       name,

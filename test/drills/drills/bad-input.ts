@@ -116,11 +116,17 @@ async function staticManifests(ctx: DrillContext, testImage: string, written: st
 }
 
 async function deleteAndWait(ctx: DrillContext, names: string[], timeoutMs: number): Promise<void> {
+  const started = Date.now();
   await Promise.all(names.map((name) => core.deleteNamespacedPod({ name, namespace: ctx.namespace }).catch(() => undefined)));
   const deadline = Date.now() + timeoutMs;
+  let last: string[] = [];
   for (;;) {
     const left = (await core.listNamespacedPod({ namespace: ctx.namespace })).items.filter((p) => names.includes(p.metadata!.name!));
-    if (left.length === 0) return;
+    if (left.length === 0) {
+      if (last.length) ctx.log(`the last pods gone after ${((Date.now() - started) / 1000).toFixed(1)} s: ${last.join(', ')}`);
+      return;
+    }
+    last = left.map((p) => p.metadata!.name!);
     if (Date.now() > deadline) throw new Error(`pods not gone ${timeoutMs / 1000} s after their deletion: ${left.map((p) => `${p.metadata!.name} (${p.status?.phase})`).join(', ')}`);
     await sleep(1000);
   }

@@ -210,6 +210,9 @@ async function main(): Promise<void> {
   const kube = kubeClients();
   const results: DrillResult[] = [];
   const started = Date.now();
+  // The commit the run measures (read now: the tree may change while it runs), marked when it had changes.
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' }).trim();
+  const commit = git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+changes' : '');
   for (const runtime of runtimes) {
     try {
       await runOnRuntime(runtime, kube, results);
@@ -218,7 +221,6 @@ async function main(): Promise<void> {
       console.log(`FAIL setup            ${runtime}: ${(err as Error).message}`);
     }
   }
-  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: projectRoot, encoding: 'utf8' }).trim();
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, JSON.stringify({ date: new Date().toISOString(), commit, reduced, seconds: (Date.now() - started) / 1000, results }, null, 2) + '\n');
   const failed = results.filter((r) => !r.ok);

@@ -29,6 +29,20 @@ export interface EventRecorderOptions {
 const AGGREGATE_MAX_EVENTS = 10;
 const AGGREGATE_INTERVAL_MS = 600_000;
 
+/**
+ * client-go's recorder: an event the API server could not be reached for is tried again, 12 times
+ * in all, 10 s apart (the first retry after a random part of that), holding the queue meanwhile, so
+ * that the events of a two-minute outage arrive after it.
+ */
+const MAX_TRIES = 12;
+const RETRY_INTERVAL_MS = 10_000;
+
+/** No answer, or one that says the server cannot serve now (rather than that the event is wrong). */
+function unreachable(err: unknown): boolean {
+  const code = httpCode(err) ?? 0;
+  return code === 0 || code === 429 || code >= 500;
+}
+
 interface Pending {
   ref: V1ObjectReference;
   type: EventType;
@@ -99,11 +113,19 @@ export class ApiEventRecorder implements EventRecorder {
     try {
       while (this.queue.length > 0) {
         const e = this.queue.shift()!;
-        try {
-          await this.send(e);
-        } catch (err) {
-          this.opts.metrics?.eventsDropped.inc({ why: 'api_error' });
-          this.opts.logger.warn('event not recorded', { reason: e.reason, object: `${e.ref.namespace}/${e.ref.name}`, error: apiErrorMessage(err) });
+        for (let tries = 1; ; tries++) {
+          try {
+            await this.send(e);
+            break;
+          } catch (err) {
+            if (unreachable(err) && tries < MAX_TRIES) {
+              await this.opts.clock.sleep(tries === 1 ? Math.random() * RETRY_INTERVAL_MS : RETRY_INTERVAL_MS);
+              continue;
+            }
+            this.opts.metrics?.eventsDropped.inc({ why: 'api_error' });
+            this.opts.logger.warn('event not recorded', { reason: e.reason, object: `${e.ref.namespace}/${e.ref.name}`, tries, error: apiErrorMessage(err) });
+            break;
+          }
         }
       }
     } finally {

@@ -38,6 +38,8 @@ export function microTime(ms: number): V1LeaseSpec['renewTime'] {
 export class NodeController {
   private lastSent?: V1NodeStatus;
   private lastSentAt = 0;
+  /** A lease renewal or status update failed since the status was last sent. */
+  private failedSinceSent = false;
   private lease?: V1Lease;
   private node?: V1Node;
   private timers: Timer[] = [];
@@ -165,17 +167,24 @@ export class NodeController {
     this.stats.statusPatches++;
   }
 
-  /** Computes the status; sends it if it changed or the report period has passed. */
+  /**
+   * Computes the status; sends it if it changed, the report period has passed, or a call of ours
+   * failed since the last one sent. The last: while we could not reach the API server, the node
+   * lifecycle controller may have set Ready to Unknown, and comparing with what we last sent would
+   * not show it (the kubelet reads the Node back each time instead).
+   */
   async updateStatus(): Promise<void> {
     try {
       const status = await this.statusNow(this.lastSent);
       const due = this.opts.clock.now() - this.lastSentAt >= this.opts.config.nodeStatusReportFrequencyMs;
-      if (!due && !nodeStatusChanged(this.lastSent, status)) return;
+      if (!due && !this.failedSinceSent && !nodeStatusChanged(this.lastSent, status)) return;
       this.node = await this.opts.api.patchNodeStatus(this.opts.config.nodeName, status);
       this.lastSent = status;
       this.lastSentAt = this.opts.clock.now();
+      this.failedSinceSent = false;
       this.stats.statusPatches++;
     } catch (err) {
+      this.failedSinceSent = true;
       this.stats.errors++;
       this.opts.logger.warn('node status update failed', { node: this.opts.config.nodeName, error: apiErrorMessage(err) });
       throw err;
@@ -205,6 +214,7 @@ export class NodeController {
       }
       this.stats.leaseRenewals++;
     } catch (err) {
+      this.failedSinceSent = true;
       this.stats.errors++;
       // A conflict or a deleted lease: read it afresh next time.
       this.lease = undefined;

@@ -111,3 +111,34 @@ test('ten different messages of one reason within 10 min are combined into one e
   await h.rec.flush();
   assert.equal(h.created.at(-1)!.message, 'Readiness probe failed: later', 'after 10 quiet minutes, on its own again');
 });
+
+test('an API server that cannot be reached: the event is tried again 10 s apart and arrives once it answers; one it refuses is dropped at once', async () => {
+  const h = harness();
+  let down = true;
+  const create = h.rec['opts'].api.createEvent.bind(h.rec['opts'].api);
+  h.rec['opts'].api.createEvent = async (ns: string, e: CoreV1Event) => {
+    if (down) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 0 });
+    if (e.reason === 'Refused') throw Object.assign(new Error('forbidden'), { code: 403 });
+    return create(ns, e);
+  };
+  h.rec.event(ref('u1'), 'Normal', 'Started', 'Started container c');
+  h.rec.event(ref('u2'), 'Normal', 'Started', 'Started container c');
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
+  // A minute of outage: six tries of the first event, the queue held behind it.
+  for (let i = 0; i < 6; i++) {
+    h.clock.step(10_000);
+    await settle();
+  }
+  assert.equal(h.created.length, 0);
+  down = false;
+  h.clock.step(10_000);
+  await settle();
+  h.clock.step(10_000);
+  await h.rec.flush();
+  assert.deepEqual(h.created.map((e) => e.involvedObject.uid), ['u1', 'u2'], 'both arrive, in order');
+  h.rec.event(ref('u3'), 'Warning', 'Refused', 'x');
+  await h.rec.flush();
+  assert.equal(h.created.length, 2, 'a refused event is not retried');
+});

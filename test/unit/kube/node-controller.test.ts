@@ -118,3 +118,42 @@ test('adopting an existing node: labels made present, taints never patched (Node
   assert.deepEqual(api.node?.spec?.taints, [{ key: 'someone/else', effect: 'NoSchedule' }]);
   assert.ok(warnings.some((w) => /lacks taints of registerWithTaints/.test(w)), 'a missing taint is said, not added');
 });
+
+test('after the API server could not be reached, the next status is sent even if unchanged (the controller may have set Ready to Unknown meanwhile)', async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi();
+  const runtime = new FakeRuntime(clock);
+  const config = { ...defaultConfig(), nodeName: 'n1', nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 300_000, nodeLeaseRenewIntervalMs: 10_000 };
+  const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
+  const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
+  const state = new RuntimeState(runtime, clock);
+  await state.refresh();
+  const nc = new NodeController({ api, runtimeHealth: () => state.health(), config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });
+  await nc.start();
+  assert.equal(api.statusPatches.length, 1);
+  // The API server goes away for a while: lease renewals fail (and status patches would).
+  const replace = api.replaceLease.bind(api);
+  const refused = async () => {
+    throw Object.assign(new Error('connect ECONNREFUSED'), { code: 0 });
+  };
+  const patchStatus = api.patchNodeStatus.bind(api);
+  api.replaceLease = refused;
+  api.patchNodeStatus = refused;
+  for (let i = 0; i < 3; i++) {
+    clock.step(10_000);
+    await state.refresh();
+    await settle();
+  }
+  assert.equal(api.statusPatches.length, 1, 'nothing changed: nothing sent');
+  api.replaceLease = replace;
+  api.patchNodeStatus = patchStatus;
+  clock.step(10_000);
+  await state.refresh();
+  await settle();
+  assert.equal(api.statusPatches.length, 2, 'sent again once the API server answers, though unchanged');
+  clock.step(10_000);
+  await state.refresh();
+  await settle();
+  assert.equal(api.statusPatches.length, 2, 'and then only on change again');
+  await nc.stop();
+});

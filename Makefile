@@ -29,9 +29,11 @@ setup:
 build: node_modules
 	hack/build.sh
 
+# A worktree may share another checkout's node_modules through a symlink: npm ci there would empty
+# the other checkout's (it replaces the link, after clearing what it points to), so it is left alone.
 node_modules: package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	@touch node_modules
+	@if [ -L node_modules ]; then echo "node_modules is a link to $$(readlink node_modules): not reinstalled here (run npm ci in that checkout)" >&2; \
+	else npm ci --no-audit --no-fund --loglevel=error && touch node_modules; fi
 
 proto: node_modules
 	hack/update-proto.sh

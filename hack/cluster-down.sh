@@ -15,7 +15,7 @@ if pid=$(pid_of containerd); then
 fi
 # Shims of our containerd (they outlive it by design) are found by the socket they were started for.
 for proc in /proc/[0-9]*; do
-  cmd=$(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) || continue
+  cmd=$( { tr '\0' ' ' <"$proc/cmdline"; } 2>/dev/null) || continue
   case $cmd in
     *containerd-shim*"-address $CONTAINERD_SOCK "*) stop_pid containerd-shim "${proc#/proc/}" 5 ;;
   esac

@@ -411,7 +411,13 @@ export class Agent implements PodSyncer {
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
       const admitted = this.workers.activePods().map((p) => this.resizer.allocatedPod(p));
-      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
+      let verdict: ReturnType<typeof admitPodHere>;
+      try {
+        verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
+      } catch (err) {
+        // A spec admission cannot read (a static pod no API server validated) fails that pod, not the agent.
+        verdict = { admit: false, reason: 'UnexpectedAdmissionError', message: `Unexpected error while admitting the pod: ${(err as Error).message}` };
+      }
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;

@@ -38,7 +38,14 @@ async function run(args: string[]): Promise<void> {
   // A node agent must outlive the reader of its log going away (a closed pipe): drop the lines instead.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const logger = createLogger({ level: config.logLevel, format: config.logFormat || undefined });
-  const agent = new Agent(config, { logger });
+  let agent: Agent;
+  try {
+    // Reads the kubeconfig (or bootstrap kubeconfig) at once: one that cannot be read stops here.
+    agent = new Agent(config, { logger });
+  } catch (err) {
+    logger.error('nodelet failed to start', { error: (err as Error).message });
+    process.exit(1);
+  }
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

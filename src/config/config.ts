@@ -2,6 +2,7 @@
 // $(VAR) references filled from the environment. Anything wrong is refused with one line that
 // names the field (ConfigError; the CLI turns it into exit code 2).
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { parseQuantity } from '../util/quantity.js';
 
@@ -230,7 +231,7 @@ export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv):
   });
 }
 
-type Kind = 'struct' | 'quantity' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime';
+type Kind = 'struct' | 'quantity' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime' | 'ip' | 'ipList';
 
 interface FieldSpec {
   kind: Kind;
@@ -257,18 +258,18 @@ const fields: Record<string, FieldSpec> = {
   containerLogMonitorInterval: { kind: 'duration', prop: 'containerLogMonitorIntervalMs', min: 1000 },
   rootDir: { kind: 'string' },
   clusterDomain: { kind: 'string' },
-  clusterDNS: { kind: 'stringList' },
+  clusterDNS: { kind: 'ipList' },
   allowedUnsafeSysctls: { kind: 'stringList' },
   resolvConf: { kind: 'string' },
-  nodeIP: { kind: 'string' },
-  address: { kind: 'string' },
+  nodeIP: { kind: 'ip' },
+  address: { kind: 'ip' },
   port: { kind: 'int', min: 0, max: 65535 },
   tlsCertFile: { kind: 'string' },
   tlsPrivateKeyFile: { kind: 'string' },
   serverTLSBootstrap: { kind: 'bool' },
   certDir: { kind: 'string' },
   healthzPort: { kind: 'int', min: 0, max: 65535 },
-  healthzBindAddress: { kind: 'string' },
+  healthzBindAddress: { kind: 'ip' },
   readOnlyPort: { kind: 'int', min: 0, max: 65535 },
   authentication: {
     kind: 'struct',
@@ -376,6 +377,21 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       if (!Array.isArray(items) || items.some((x) => typeof x !== 'string')) return fail('a list of strings');
       return (items as string[]).map((x, i) => expandEnv(x, `${field}[${i}]`, env));
     }
+    case 'ip': {
+      if (typeof raw !== 'string') return fail('an IP address');
+      const v = expandEnv(raw, field, env);
+      if (!isIP(v)) throw new ConfigError(`${field}: ${JSON.stringify(v)} is not an IP address`);
+      return v;
+    }
+    case 'ipList': {
+      // A list in the file; a flag (or a string in the file) gives it comma-separated.
+      const items = typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : raw;
+      if (!Array.isArray(items) || items.some((x) => typeof x !== 'string')) return fail('a list of IP addresses');
+      const ips = (items as string[]).map((x, i) => expandEnv(x, `${field}[${i}]`, env));
+      const bad = ips.find((ip) => !isIP(ip));
+      if (bad !== undefined) throw new ConfigError(`${field}: ${JSON.stringify(bad)} is not an IP address`);
+      return ips;
+    }
     case 'endpoint': {
       if (typeof raw !== 'string') return fail('a string');
       const v = expandEnv(raw, field, env);
@@ -462,7 +478,15 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       const out = { ...defaultConfig().evictionHard };
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
         if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (${Object.keys(out).join(', ')})`);
-        if (typeof v !== 'string' || !(/^\d+(\.\d+)?%$/.test(v) || safeQuantity(v))) throw new ConfigError(`${field}.${k}: expected a quantity or a percentage, got ${typeName(v)}`);
+        if (typeof v !== 'string' || !(/^-?\d+(\.\d+)?%$/.test(v) || safeQuantity(v))) throw new ConfigError(`${field}.${k}: expected a quantity or a percentage, got ${typeName(v)}`);
+        // As the kubelet's eviction thresholds: a percentage within 0-100%, a quantity not negative.
+        if (v.endsWith('%')) {
+          const pct = Number(v.slice(0, -1));
+          if (pct < 0) throw new ConfigError(`${field}.${k}: eviction percentage threshold must be >= 0%: ${v}`);
+          if (pct > 100) throw new ConfigError(`${field}.${k}: eviction percentage threshold must be <= 100%: ${v}`);
+        } else if (parseQuantity(v) < 0) {
+          throw new ConfigError(`${field}.${k}: eviction threshold must be positive: ${v}`);
+        }
         out[k as keyof typeof out] = v;
       }
       return out;
@@ -533,8 +557,28 @@ const KUBELET_LABELS = [
 ];
 const KUBELET_LABEL_NAMESPACES = ['kubelet.kubernetes.io', 'node.kubernetes.io'];
 
-/** As the kubelet checks --node-labels: none of kubernetes.io or k8s.io but those a node may set. */
+const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** What is wrong with a label key (a qualified name, as the API checks it), or undefined. */
+function labelKeyProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'its prefix must be a lower-case DNS subdomain';
+  if (name.length > 63 || !LABEL_NAME.test(name)) return 'its name must be 63 characters or less, alphanumeric, "-", "_" or ".", and begin and end with an alphanumeric character';
+  return undefined;
+}
+
+/** As the kubelet checks --node-labels: valid keys and values (the API server would refuse the Node), and none of kubernetes.io or k8s.io but those a node may set. */
 function checkNodeLabels(labels: Record<string, string>): void {
+  for (const [k, v] of Object.entries(labels)) {
+    const keyProblem = labelKeyProblem(k);
+    if (keyProblem) throw new ConfigError(`nodeLabels: invalid label key ${JSON.stringify(k)}: ${keyProblem}`);
+    if (v !== '' && (v.length > 63 || !LABEL_NAME.test(v))) {
+      throw new ConfigError(`nodeLabels: invalid value ${JSON.stringify(v)} of label ${k}: 63 characters or less, empty or alphanumeric, "-", "_" or ".", beginning and ending with an alphanumeric character`);
+    }
+  }
   const under = (ns: string, domain: string) => ns === domain || ns.endsWith(`.${domain}`);
   const unknown = Object.keys(labels)
     .filter((k) => {

@@ -103,3 +103,13 @@ export function criErrorText(err: unknown): string {
   }
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * The runtime's own message (a gRPC status's description), as the kubelet quotes it in a container's
+ * waiting message and its "Error: ..." events; our own text for anything the runtime did not answer.
+ */
+export function criStatusMessage(err: unknown): string {
+  const cause = (err instanceof CriError ? err.cause : err) as GrpcLikeError | undefined;
+  if (cause && typeof cause.code === 'number' && typeof cause.details === 'string' && cause.code !== GrpcStatus.UNAVAILABLE) return cause.details;
+  return err instanceof Error ? err.message : String(err);
+}

@@ -13,6 +13,7 @@ import type { Clock } from '../util/clock.js';
 import { goDuration } from '../util/duration.js';
 import { Keyring, PullSecretError, type Credential } from './keyring.js';
 import type { PullRecords } from './pull-records.js';
+import { imageNameProblem, invalidImageNameMessage } from './image-name.js';
 import { ImagePuller } from './puller.js';
 
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -28,20 +29,10 @@ export function effectivePullPolicy(container: V1Container): PullPolicy {
   return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
 }
 
-/** A reference the runtime could parse: no spaces or upper-case repository, as docker's reference grammar. */
+/** Whether the reference parses as the kubelet parses it (image-name.ts). */
 export function validImageName(image: string): boolean {
-  if (!image || /\s/.test(image)) return false;
-  const at = image.indexOf('@');
-  const nameAndTag = at >= 0 ? image.slice(0, at) : image;
-  const lastSlash = nameAndTag.lastIndexOf('/');
-  const colon = nameAndTag.indexOf(':', lastSlash + 1);
-  const name = colon >= 0 ? nameAndTag.slice(0, colon) : nameAndTag;
-  const tag = colon >= 0 ? nameAndTag.slice(colon + 1) : '';
-  if (tag && !/^[\w][\w.-]{0,127}$/.test(tag)) return false;
-  const path = name.split('/').slice(name.includes('.') || name.includes(':') || name.startsWith('localhost') ? 1 : 0).join('/');
-  return /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/.test(path || name);
+  return imageNameProblem(image) === undefined;
 }
-
 
 export interface ImageManagerOptions {
   images: ImageService;
@@ -97,8 +88,8 @@ export class ImageManager {
     const image = container.image ?? '';
     const ref = containerRef(pod, container.name);
     const recorder = this.opts.recorder;
-    if (!validImageName(image)) {
-      const msg = `Failed to apply default image tag "${image}": couldn't parse image name "${image}": invalid reference format`;
+    const msg = invalidImageNameMessage(image);
+    if (msg !== undefined) {
       recorder.event(ref, 'Warning', EventReasons.FailedToInspectImage, msg);
       throw new SyncError(Reasons.InvalidImageName, msg);
     }

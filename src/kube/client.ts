@@ -51,6 +51,13 @@ const MERGE_PATCH = 'application/merge-patch+json';
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 const enc = encodeURIComponent;
 
+/**
+ * The node's heartbeat (its status and its Lease) gives up on a silent call sooner than other calls:
+ * the kubelet's heartbeat client times out after min(nodeStatusUpdateFrequency, lease duration),
+ * 10 s by default, so that a retry on a new connection renews the Lease before it expires.
+ */
+const HEARTBEAT_TIMEOUT_MS = 10_000;
+
 export class KubeClient implements PodApi, EventApi, NodeApi {
   constructor(readonly rest: RestClient) {}
 
@@ -59,9 +66,9 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
   }
 
   /** A GET that answers undefined for 404. */
-  private async getOrUndefined<T>(path: string): Promise<T | undefined> {
+  private async getOrUndefined<T>(path: string, timeoutMs?: number): Promise<T | undefined> {
     try {
-      return await this.rest.request<T>('GET', path);
+      return await this.rest.request<T>('GET', path, { timeoutMs });
     } catch (err) {
       if (httpCode(err) === 404) return undefined;
       throw err;
@@ -81,19 +88,19 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
   }
 
   patchNodeStatus(name: string, status: V1NodeStatus): Promise<V1Node> {
-    return this.rest.request('PATCH', `/api/v1/nodes/${enc(name)}/status`, { body: { status }, contentType: MERGE_PATCH });
+    return this.rest.request('PATCH', `/api/v1/nodes/${enc(name)}/status`, { body: { status }, contentType: MERGE_PATCH, timeoutMs: HEARTBEAT_TIMEOUT_MS });
   }
 
   getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
-    return this.getOrUndefined(`/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(name)}`);
+    return this.getOrUndefined(`/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(name)}`, HEARTBEAT_TIMEOUT_MS);
   }
 
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.rest.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases`, { body: lease });
+    return this.rest.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases`, { body: lease, timeoutMs: HEARTBEAT_TIMEOUT_MS });
   }
 
   replaceLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
-    return this.rest.request('PUT', `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(lease.metadata!.name!)}`, { body: lease });
+    return this.rest.request('PUT', `/apis/coordination.k8s.io/v1/namespaces/${enc(namespace)}/leases/${enc(lease.metadata!.name!)}`, { body: lease, timeoutMs: HEARTBEAT_TIMEOUT_MS });
   }
 
   listPods(fieldSelector: string, resourceVersion?: string): Promise<V1PodList> {

@@ -105,6 +105,8 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
+  /** Silence after which this request fails (default REQUEST_IDLE_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 /**
@@ -211,7 +213,8 @@ export class RestClient {
     const lib = u.protocol === 'https:' ? https : http;
     const req = lib.request(u, { method, agent: gen.agent, headers }, onResponse);
     // Watches are watched for silence by their owners (the reflector's stall timer).
-    if (!opts.query?.watch) req.setTimeout(REQUEST_IDLE_TIMEOUT_MS, () => req.destroy(new Error(`no answer for ${REQUEST_IDLE_TIMEOUT_MS / 1000} s`)));
+    const idleMs = opts.timeoutMs ?? REQUEST_IDLE_TIMEOUT_MS;
+    if (!opts.query?.watch) req.setTimeout(idleMs, () => req.destroy(new Error(`no answer for ${idleMs / 1000} s`)));
     gen.inFlight++;
     // Counted when the answer comes (a watch: when it opens), or when it ends without one.
     let counted = false;

@@ -1,6 +1,6 @@
 // Pod admission, as the kubelet's: a pod that does not fit the node is rejected before anything
-// runs (phase Failed with PodOSNotSupported, OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity or Taint;
-// SysctlForbidden in sysctls.ts, AppArmor in apparmor.ts). Pure.
+// runs (phase Failed with PodOSNotSupported, OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity, NodePorts
+// or Taint; SysctlForbidden in sysctls.ts, AppArmor in apparmor.ts). Pure.
 import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { admitAppArmor, type AppArmorVerdict } from './apparmor.js';
@@ -61,6 +61,24 @@ export function matchesNodeSelectorAndAffinity(pod: V1Pod, node: V1Node): boolea
   return true;
 }
 
+/** The host ports a pod holds while it runs: its app containers' and its sidecars' (restartable init containers). */
+function hostPorts(pod: V1Pod): Array<{ ip: string; protocol: string; port: number }> {
+  const sidecars = (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always');
+  return [...sidecars, ...(pod.spec?.containers ?? [])]
+    .flatMap((c) => c.ports ?? [])
+    .filter((p) => (p.hostPort ?? 0) > 0)
+    // Unset means every address, and TCP.
+    .map((p) => ({ ip: p.hostIP || '0.0.0.0', protocol: p.protocol || 'TCP', port: p.hostPort! }));
+}
+
+/** Whether a host port the pod asks for is held by an admitted pod (the scheduler's NodePorts rule). */
+export function hostPortConflict(pod: V1Pod, admitted: V1Pod[]): boolean {
+  const used = admitted.flatMap(hostPorts);
+  return hostPorts(pod).some((want) =>
+    used.some((u) => u.protocol === want.protocol && u.port === want.port && (want.ip === '0.0.0.0' || u.ip === '0.0.0.0' || u.ip === want.ip)),
+  );
+}
+
 export function tolerates(toleration: V1Toleration, taint: V1Taint): boolean {
   if (toleration.effect && toleration.effect !== taint.effect) return false;
   if (toleration.operator === 'Exists') return !toleration.key || toleration.key === taint.key;
@@ -100,6 +118,9 @@ export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResu
   }
   if (!matchesNodeSelectorAndAffinity(pod, node)) {
     return { admit: false, reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
+  }
+  if (hostPortConflict(pod, admitted)) {
+    return { admit: false, reason: 'NodePorts', message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" };
   }
   const untolerated = (node.spec?.taints ?? []).find((t) => t.effect === 'NoExecute' && !(pod.spec?.tolerations ?? []).some((tol) => tolerates(tol, t)));
   if (untolerated) {

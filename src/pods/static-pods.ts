@@ -8,6 +8,9 @@ import { existsSync, readdirSync, readFileSync, statSync, watch, type FSWatcher 
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { Logger } from '../observability/logger.js';
+import { validateManifest } from './static-pod-validation.js';
+
+export { validateManifest };
 
 export const ConfigSourceAnnotation = 'kubernetes.io/config.source';
 export const ConfigHashAnnotation = 'kubernetes.io/config.hash';
@@ -18,47 +21,51 @@ export interface ManifestError {
   message: string;
 }
 
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/** Checks what a pod manifest must have to run; returns the first problem, naming its field. */
-export function validateManifest(doc: unknown): string | undefined {
-  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return 'not a Pod object';
-  const o = doc as Record<string, any>;
-  if (o.kind !== 'Pod') return `kind: expected Pod, got ${JSON.stringify(o.kind)}`;
-  if (o.apiVersion !== 'v1') return `apiVersion: expected v1, got ${JSON.stringify(o.apiVersion)}`;
-  const name = o.metadata?.name;
-  if (typeof name !== 'string' || !DNS1123.test(name)) return `metadata.name: ${JSON.stringify(name)} is not a valid name`;
-  const containers = o.spec?.containers;
-  if (!Array.isArray(containers) || containers.length === 0) return 'spec.containers: at least one container is required';
-  for (const [kind, list] of [['containers', containers], ['initContainers', o.spec?.initContainers ?? []]] as const) {
-    if (!Array.isArray(list)) return `spec.${kind}: expected a list`;
-    const seen = new Set<string>();
-    for (const [i, c] of (list as Array<Record<string, unknown>>).entries()) {
-      if (typeof c?.name !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(c.name)) return `spec.${kind}[${i}].name: ${JSON.stringify(c?.name)} is not a valid container name`;
-      if (seen.has(c.name)) return `spec.${kind}[${i}].name: duplicate name ${JSON.stringify(c.name)}`;
-      seen.add(c.name);
-      if (typeof c.image !== 'string' || !c.image) return `spec.${kind}[${i}].image: required`;
-      for (const f of ['command', 'args']) {
-        if (c[f] !== undefined && (!Array.isArray(c[f]) || !(c[f] as unknown[]).every((x) => typeof x === 'string'))) return `spec.${kind}[${i}].${f}: expected a list of strings`;
-      }
-    }
-  }
-  const policy = o.spec?.restartPolicy;
-  if (policy !== undefined && !['Always', 'OnFailure', 'Never'].includes(policy)) return `spec.restartPolicy: expected Always, OnFailure or Never, got ${JSON.stringify(policy)}`;
-  return undefined;
-}
-
 /** Reads every manifest of a directory: the pods, as the agent sees them, and the errors. */
 export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; errors: ManifestError[] } {
   const pods: V1Pod[] = [];
   const errors: ManifestError[] = [];
   if (!existsSync(dir)) return { pods, errors: [{ file: dir, message: 'no such directory' }] };
-  for (const name of readdirSync(dir).sort()) {
-    if (name.startsWith('.') || !/\.(ya?ml|json)$/.test(name)) continue;
+  // As the kubelet: the first file (in name order) to define a namespace/name has it.
+  const owners = new Map<string, string>();
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch (err) {
+    return { pods, errors: [{ file: dir, message: `cannot read the directory: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }] };
+  }
+  for (const name of names) {
+    if (name.startsWith('.')) continue;
     const file = join(dir, name);
-    const st = statSync(file);
-    if (!st.isFile()) continue;
-    const text = readFileSync(file, 'utf8');
+    let text: string;
+    let mtimeMs: number;
+    try {
+      const st = statSync(file);
+      mtimeMs = st.mtimeMs;
+      if (st.isDirectory()) {
+        errors.push({ file, message: 'a directory: manifests in subdirectories are not read' });
+        continue;
+      }
+      // Editors' backups and notes stay out; said once, since the kubelet would have read them.
+      if (!/\.(ya?ml|json)$/.test(name)) {
+        errors.push({ file, message: 'not a manifest: only *.yaml, *.yml and *.json files are read' });
+        continue;
+      }
+      if (!st.isFile()) {
+        errors.push({ file, message: 'not a regular file' });
+        continue;
+      }
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      // Gone between listing and reading (an editor's temporary file), or unreadable.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') errors.push({ file, message: `cannot read: ${code ?? (err as Error).message}` });
+      continue;
+    }
+    if (text.trim() === '') {
+      errors.push({ file, message: 'empty file: no pod' });
+      continue;
+    }
     const docs = parseAllDocuments(text);
     docs.forEach((d, i) => {
       const where = docs.length > 1 ? `${file} (document ${i + 1})` : file;
@@ -75,6 +82,13 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
       }
       const pod = doc as V1Pod;
       const ns = pod.metadata!.namespace || 'default';
+      const key = `${ns}/${pod.metadata!.name}`;
+      const owner = owners.get(key);
+      if (owner) {
+        errors.push({ file: where, message: `duplicate pod name ${JSON.stringify(key)}: ${owner} defines it first; ignored` });
+        return;
+      }
+      owners.set(key, where);
       const uid = createHash('md5').update(file).update('\0').update(nodeName).update('\0').update(JSON.stringify(doc)).digest('hex');
       pods.push({
         ...pod,
@@ -85,7 +99,7 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
           namespace: ns,
           uid: `${uid.slice(0, 8)}-${uid.slice(8, 12)}-${uid.slice(12, 16)}-${uid.slice(16, 20)}-${uid.slice(20)}`,
           annotations: { ...(pod.metadata!.annotations ?? {}), [ConfigSourceAnnotation]: 'file', [ConfigHashAnnotation]: uid },
-          creationTimestamp: new Date(st.mtimeMs),
+          creationTimestamp: new Date(mtimeMs),
         },
         spec: { ...pod.spec!, nodeName, restartPolicy: pod.spec!.restartPolicy ?? 'Always', terminationGracePeriodSeconds: pod.spec!.terminationGracePeriodSeconds ?? 30 },
       });
@@ -146,12 +160,14 @@ export class StaticPodSource {
 
   scan(): void {
     const { pods, errors } = readManifests(this.dir, this.nodeName);
+    // Each problem is said once while it lasts; fixed and broken again, it is said again.
+    const current = new Set<string>();
     for (const e of errors) {
       const key = `${e.file}: ${e.message}`;
-      if (this.reported.has(key)) continue;
-      this.reported.add(key);
-      this.logger.warn('static pod manifest skipped', { file: e.file, error: e.message });
+      current.add(key);
+      if (!this.reported.has(key)) this.logger.warn('static pod manifest skipped', { file: e.file, error: e.message });
     }
+    this.reported = current;
     const next = new Map(pods.map((p) => [p.metadata!.uid!, p]));
     for (const [uid, pod] of this.known) if (!next.has(uid)) this.handler.onDelete(pod);
     for (const [uid, pod] of next) if (!this.known.has(uid)) this.handler.onAdd(pod);

@@ -352,6 +352,18 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const c = this.container(id);
     if (c.state !== 'CONTAINER_CREATED') throw new FailedPreconditionError(`container ${c.id} is ${c.state}, not created`);
     if (!this.isolation) throw new FailedPreconditionError(this.isolationDetail);
+    try {
+      await this.launch(c);
+    } catch (err) {
+      // Whatever stopped it leaves it exited (as runc's failed starts do), so that the kubelet's
+      // crash-loop back-off applies; left created, it would be started again at once, forever.
+      if (c.state === 'CONTAINER_CREATED') await this.failStart(c, (err as Error).message);
+      throw err;
+    }
+  }
+
+  private async launch(c: ContainerRecord): Promise<void> {
+    const isolation = this.isolation!;
     const img = this.images.find(c.imageId);
     if (!img) throw new NotFoundError(`image ${c.imageId}`);
     const s = this.sandbox(c.sandboxId);
@@ -374,7 +386,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       this.stdinWriters.set(c.id, fifo.writer);
       stdin = fifo.reader;
     }
-    const started = await spawnContainer(this.isolation, dir, launchArgv(this.isolation, spec), { cgroupProcs: procs, stdin, stderrOffset: c.stderr.offset, seccomp: spec.seccomp });
+    const started = await spawnContainer(isolation, dir, launchArgv(isolation, spec), { cgroupProcs: procs, stdin, stderrOffset: c.stderr.offset, seccomp: spec.seccomp });
     if ('error' in started) await this.failStart(c, started.error);
     const ok = started as { pid: number; pidStart?: string; pgid?: number };
     c.pid = ok.pid;
@@ -385,7 +397,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     await touchLog(c.logPath);
     c.state = 'CONTAINER_RUNNING';
     c.startedAt = nowNs();
-    c.isolation = this.isolation;
+    c.isolation = isolation;
     await this.persistContainer(c);
   }
 

@@ -4,7 +4,7 @@ import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { Dirent } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isNotFound } from '../cri/errors.js';
+import { criStatusMessage, isNotFound } from '../cri/errors.js';
 import type { ContainerConfig, Mount, PodSandboxConfig, ContainerStatus as CriContainerStatus } from '../cri/types.js';
 import { containerRef, EventReasons } from '../kube/object-ref.js';
 import { podFields } from '../observability/logger.js';
@@ -275,7 +275,10 @@ const CONTAINER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 export async function startContainer(deps: RuntimeManagerDeps, input: StartContainerInput): Promise<void> {
   const { pod, container } = input;
   const ref = containerRef(pod, container.name);
-  const warn = (msg: string) => deps.recorder.event(ref, 'Warning', EventReasons.FailedToCreateContainer, `Error: ${msg}`);
+  // A runtime's error may name the container's ID: the event names the container instead, as the
+  // kubelet's do, so that the attempts' events aggregate into one.
+  let containerID = '';
+  const warn = (msg: string) => deps.recorder.event(ref, 'Warning', EventReasons.FailedToCreateContainer, `Error: ${containerID ? msg.split(containerID).join(container.name) : msg}`);
 
   let imageRef: string;
   try {
@@ -304,12 +307,11 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     throw se;
   }
 
-  let containerID: string;
   try {
     containerID = await deps.runtime.createContainer(input.sandboxID, config, input.sandboxConfig);
   } catch (err) {
-    warn((err as Error).message);
-    throw new SyncError(Reasons.CreateContainer, (err as Error).message, { cause: err });
+    warn(criStatusMessage(err));
+    throw new SyncError(Reasons.CreateContainer, criStatusMessage(err), { cause: err });
   }
   deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, `Created container: ${container.name}`);
   deps.actuated?.set(containerID, container);
@@ -317,8 +319,8 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
   try {
     await deps.runtime.startContainer(containerID);
   } catch (err) {
-    warn((err as Error).message);
-    throw new SyncError(Reasons.RunContainer, (err as Error).message, { cause: err });
+    warn(criStatusMessage(err));
+    throw new SyncError(Reasons.RunContainer, criStatusMessage(err), { cause: err });
   }
   deps.recorder.event(ref, 'Normal', EventReasons.StartedContainer, `Started container ${container.name}`);
 

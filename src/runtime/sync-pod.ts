@@ -7,6 +7,7 @@
 //   6. start the next init container, and sidecars that must run again
 //   7. start the app containers
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { criErrorText } from '../cri/errors.js';
 import { containerRef, EventReasons, podRef } from '../kube/object-ref.js';
 import { podFields } from '../observability/logger.js';
 import { containerBackoffKey, formatGoDuration } from './backoff.js';
@@ -107,7 +108,8 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
       deps.metrics.startedPodsErrors.inc();
       // A pod deleted while its sandbox was being created is not an error worth reporting.
       if (deps.podState.isPodTerminationRequested(pod.metadata?.uid ?? '')) return result;
-      const message = (err as Error).message;
+      // The runtime's answer as the kubelet quotes it: "rpc error: code = ... desc = ...".
+      const message = criErrorText(err);
       r.fail(Reasons.CreatePodSandbox, message);
       deps.recorder.event(podRef(pod), 'Warning', EventReasons.FailedCreatePodSandBox, `Failed to create pod sandbox: ${message}`);
       deps.logger.error('CreatePodSandbox failed', { ...fields, error: message });

@@ -23,14 +23,27 @@ function actualType(st: Stats): string | undefined {
   return undefined;
 }
 
+/** A file system error as Go words it ("mkdir /a/b: not a directory"), which is what users of the kubelet see. */
+function goErrorText(op: string, err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  const m = /^[A-Z]+: ([^,]+),/.exec(e.message ?? '');
+  return e.path && m ? `${op} ${e.path}: ${m[1]}` : (e.message ?? String(err));
+}
+
 /** Checks `path` against a hostPath type (creating it for the ...OrCreate types); returns an error message or undefined. */
 export async function checkHostPathType(path: string, type: string): Promise<string | undefined> {
   if (type === '') return undefined;
-  const st = async () => stat(path).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  // As the kubelet's: a path that cannot be looked at (a file where a directory should be, no
+  // permission) does not exist, for making it and for checking it; the answer is a message, not a throw.
+  const st = async () => stat(path).catch(() => undefined);
   let kind = type;
   if (type === 'DirectoryOrCreate') {
     if (!(await st())) {
-      await mkdir(path, { recursive: true, mode: 0o755 });
+      try {
+        await mkdir(path, { recursive: true, mode: 0o755 });
+      } catch (err) {
+        return goErrorText('mkdir', err);
+      }
       return undefined;
     }
     kind = 'Directory';
@@ -39,7 +52,7 @@ export async function checkHostPathType(path: string, type: string): Promise<str
       try {
         await (await open(path, constants.O_CREAT | constants.O_RDONLY, 0o644)).close();
       } catch (err) {
-        return (err as Error).message;
+        return goErrorText('open', err);
       }
       return undefined;
     }

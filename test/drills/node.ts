@@ -108,7 +108,8 @@ async function startOn(opts: DrillNodeOptions, dirs: { rootDir: string; podLogRo
   let proc: ProcessRuntimeHandle | undefined;
   let runtime: DrillRuntime;
   if (opts.runtime === 'process') {
-    proc = await processRuntime(`drills-${opts.nodeName}`);
+    // It trusts the test registries as the cluster's containerd does (the bad-input drill pulls from them).
+    proc = await processRuntime(`drills-${opts.nodeName}`, ['--registry-certs-dir', env.registryCertsDir]);
     runtime = processDrillRuntime(proc);
   } else {
     runtime = containerdRuntime();

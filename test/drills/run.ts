@@ -152,7 +152,9 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
           const live = await observer.poll();
           if (!live) return undefined;
           const uids = new Set((await kube.core.listNamespacedPod({ namespace })).items.map((p) => p.metadata!.uid!));
-          last = leftovers(observer, live, uids, node.agent.rootDir).resources;
+          const left = leftovers(observer, live, uids, node.agent.rootDir);
+          last = left.resources;
+          inv.runtimeShimLeaks = left.runtimeShims.length;
           // What was there at first, for the record.
           if (last.length && inv.leftoversAtFirst === undefined) inv.leftoversAtFirst = `${last.length}: ${last.slice(0, 3).join(', ')}`;
           return last.length === 0 ? true : undefined;
@@ -177,6 +179,7 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
 
     // The end: every pod deleted, and nothing of any of them left.
     const teardownErrors: string[] = [];
+    let shims: string[] = [];
     await kube.batch.deleteCollectionNamespacedJob({ namespace, propagationPolicy: 'Background' }).catch(() => undefined);
     await kube.core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 2 });
     try {
@@ -187,6 +190,7 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
         if (!live) return undefined;
         const left = leftovers(observer, live, new Set(), node.agent.rootDir);
         last = [...left.resources, ...left.records];
+        shims = left.runtimeShims;
         return last.length === 0 ? true : undefined;
       }, 1000).catch(() => {
         throw new Error(`left over: ${last.join('; ')}`);
@@ -194,7 +198,8 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
     } catch (err) {
       teardownErrors.push((err as Error).message);
     }
-    results.push({ drill: 'teardown', runtime, ok: teardownErrors.length === 0, seconds: 0, figures: { containersSeen: observer.containers.size, sandboxesSeen: observer.sandboxes.size, polls: observer.polls }, invariants: {}, errors: teardownErrors });
+    results.push({ drill: 'teardown', runtime, ok: teardownErrors.length === 0, seconds: 0, figures: { containersSeen: observer.containers.size, sandboxesSeen: observer.sandboxes.size, polls: observer.polls, runtimeShimLeaks: shims.length }, invariants: {}, errors: teardownErrors });
+    if (shims.length) console.log(`     containerd shims left by containerd itself (no process under them; a StopPodSandbox cancelled half-way): ${shims.join('; ')}`);
     console.log(`${teardownErrors.length ? 'FAIL' : 'ok  '} ${'teardown'.padEnd(16)} ${runtime.padEnd(10)}  every pod deleted, nothing left (${observer.containers.size} containers and ${observer.sandboxes.size} sandboxes seen)`);
     for (const e of teardownErrors) console.log(`     ${e}`);
   } finally {
@@ -210,6 +215,9 @@ async function main(): Promise<void> {
   const kube = kubeClients();
   const results: DrillResult[] = [];
   const started = Date.now();
+  // The commit the run measures (read now: the tree may change while it runs), marked when it had changes.
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' }).trim();
+  const commit = git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+changes' : '');
   for (const runtime of runtimes) {
     try {
       await runOnRuntime(runtime, kube, results);
@@ -218,7 +226,6 @@ async function main(): Promise<void> {
       console.log(`FAIL setup            ${runtime}: ${(err as Error).message}`);
     }
   }
-  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: projectRoot, encoding: 'utf8' }).trim();
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, JSON.stringify({ date: new Date().toISOString(), commit, reduced, seconds: (Date.now() - started) / 1000, results }, null, 2) + '\n');
   const failed = results.filter((r) => !r.ok);

@@ -17,12 +17,13 @@ const LOOP = 'trap "exit 0" TERM; while true; do sleep 1; done';
 export interface KubeClients {
   core: k8s.CoreV1Api;
   batch: k8s.BatchV1Api;
+  coordination: k8s.CoordinationV1Api;
 }
 
 export function kubeClients(): KubeClients {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(clusterEnv().kubeconfig);
-  return { core: kc.makeApiClient(k8s.CoreV1Api), batch: kc.makeApiClient(k8s.BatchV1Api) };
+  return { core: kc.makeApiClient(k8s.CoreV1Api), batch: kc.makeApiClient(k8s.BatchV1Api), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };
 }
 
 function c(name: string, script: string, extra: Partial<V1Container> = {}): V1Container {

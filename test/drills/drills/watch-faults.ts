@@ -3,7 +3,7 @@
 // reach the agent: a pod created is started, a pod deleted is stopped and removed.
 import { compactEtcd, startComponents, stopComponent } from '../cluster-control.js';
 import type { Drill, DrillContext, Figures } from '../types.js';
-import { isRunning, kube, plainPod, readPod, secondsUntil } from './common.js';
+import { isRunning, kube, nodeCondition, plainPod, readPod, secondsUntil } from './common.js';
 
 /** nodelet's watch stall timeout: a bookmark comes at least every minute. */
 const STALL_MS = 70_000;
@@ -38,6 +38,13 @@ async function run(ctx: DrillContext): Promise<Figures> {
   f.frozenConnections = ctx.apiProxy.freeze();
   f.stallChangesSeenSeconds = await changesSeen(ctx, 'stall-new', 'stall-old', STALL_MS + 60_000);
   f.stallDetected = ctx.agent.lines.filter((l) => l.message === 'pod watch stalled, restarting it').length > stallsBefore;
+  // The heartbeat went on meanwhile: calls stuck on silent connections were given up and made again
+  // on new ones, so the Lease is fresh and the Node never went Unknown.
+  const lease = await kube.coordination.readNamespacedLease({ name: ctx.agent.nodeName, namespace: 'kube-node-lease' });
+  f.leaseAgeAtStallEndSeconds = (Date.now() - new Date(lease.spec!.renewTime as unknown as string).getTime()) / 1000;
+  const ready = await nodeCondition(ctx.agent.nodeName, 'Ready');
+  if (ready?.status !== 'True') throw new Error(`the Node went ${ready?.status} (${ready?.reason}) while its connections were silent`);
+  if (f.leaseAgeAtStallEndSeconds > 25) throw new Error(`the Lease was last renewed ${f.leaseAgeAtStallEndSeconds} s ago, while its connections were silent`);
   ctx.apiProxy.dropFrozen();
 
   // 410 Gone: the watch is silenced, changes are made, etcd is compacted past the agent's

@@ -124,3 +124,24 @@ test('node labels: none of kubernetes.io or k8s.io but those a node may set on i
     /^ConfigError: nodeLabels: unknown 'kubernetes.io' or 'k8s.io' labels: node-restriction.kubernetes.io\/pool, node-role.kubernetes.io\/worker, x.k8s.io\/y \(a node may set only those beginning with kubelet.kubernetes.io, node.kubernetes.io or these: kubernetes.io\/hostname, /,
   );
 });
+
+// Found by the bad-input drill (test/drills/bad-config/): each of these was accepted, and the agent
+// then started with it.
+test('addresses are IP addresses; eviction thresholds within 0-100% and not negative; node labels valid', () => {
+  const cases: Array<[string, RegExp]> = [
+    [`${head}nodeName: a\nclusterDNS: [dns.cluster.local]\n`, /: clusterDNS: "dns\.cluster\.local" is not an IP address$/],
+    [`${head}nodeName: a\nnodeIP: 10.0.0.300\n`, /: nodeIP: "10\.0\.0\.300" is not an IP address$/],
+    [`${head}nodeName: a\naddress: not-an-address\n`, /: address: "not-an-address" is not an IP address$/],
+    [`${head}nodeName: a\nhealthzBindAddress: localhost:10248\n`, /: healthzBindAddress: "localhost:10248" is not an IP address$/],
+    [`${head}nodeName: a\nevictionHard: {nodefsAvailable: 150%}\n`, /: evictionHard\.nodefsAvailable: eviction percentage threshold must be <= 100%: 150%$/],
+    [`${head}nodeName: a\nevictionHard: {memoryAvailable: -100Mi}\n`, /: evictionHard\.memoryAvailable: eviction threshold must be positive: -100Mi$/],
+  ];
+  for (const [body, re] of cases) assert.throws(() => loadConfigFile(file(body), {}), re);
+  const ok = loadConfigFile(file(`${head}nodeName: a\nclusterDNS: [10.96.0.10, "fd00::a"]\nnodeIP: $(IP)\naddress: "::"\nevictionHard: {nodefsAvailable: 0%}\n`), { IP: '10.1.2.3' });
+  assert.deepEqual(ok.clusterDNS, ['10.96.0.10', 'fd00::a']);
+  assert.equal(ok.nodeIP, '10.1.2.3');
+  assert.throws(() => parseRunArgs(['--node-name', 'a', '--cluster-dns', '10.0.0.1,not-an-ip']), (e: unknown) => e instanceof UsageError && e.message === '--cluster-dns: "not-an-ip" is not an IP address');
+  assert.throws(() => parseRunArgs(['--node-name', 'a', '--config', file(`${head}nodeLabels: {"drills.nodelet.io/zone": "has spaces"}\n`)]), /nodeLabels: invalid value "has spaces" of label drills\.nodelet\.io\/zone/);
+  assert.throws(() => parseRunArgs(['--node-name', 'a', '--config', file(`${head}nodeLabels: {"a/b/c": "x"}\n`)]), /nodeLabels: invalid label key "a\/b\/c"/);
+  assert.deepEqual(parseRunArgs(['--node-name', 'a', '--config', file(`${head}nodeLabels: {"example.com/role": "", "tier": "web-1"}\n`)]).nodeLabels, { 'example.com/role': '', tier: 'web-1' });
+});

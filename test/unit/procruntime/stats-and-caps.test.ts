@@ -108,7 +108,9 @@ test("capabilities by containerd's rules, as the launcher's mask", () => {
   assert.equal(all.length, 40);
   assert.ok(!all.includes(21));
   assert.equal(bits(capabilityMask({ privileged: true, drop: ['ALL'] })).length, 41);
-  assert.throws(() => capabilityMask({ add: ['CAP_NOSUCH'] }), /unknown capability "CAP_NOSUCH"/);
+  // A name the kernel list lacks is left out, as runc does (the bad-input drill's capability-unknown
+  // pod runs on containerd; here its start failed and, left created, was retried twice a second).
+  assert.deepEqual(bits(capabilityMask({ drop: ['ALL'], add: ['CAP_NOSUCH', 'KILL'] })), [5]);
 });
 
 test("the container's user by containerd's rules", async () => {

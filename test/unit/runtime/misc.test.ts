@@ -105,7 +105,9 @@ test('pull policy defaults and image name checks', () => {
   assert.equal(effectivePullPolicy({ name: 'c', image: 'localhost:5000/busybox' }), 'Always');
   assert.equal(effectivePullPolicy({ name: 'c', image: 'x', imagePullPolicy: 'Never' }), 'Never');
   assert.ok(validImageName('nodelet.test/busybox:1'));
-  assert.ok(validImageName('localhost:5000/a/b@sha256:abc'));
+  assert.ok(validImageName(`localhost:5000/a/b@sha256:${'ab'.repeat(32)}`));
+  // A digest too short for sha256 does not parse (the bad-input drill's image-invalid-digest).
+  assert.ok(!validImageName('localhost:5000/a/b@sha256:abc'));
   assert.ok(!validImageName('nodelet.test/UPPER CASE:1'));
   assert.ok(!validImageName('nodelet.test/Upper:1'));
 });

@@ -360,3 +360,18 @@ test('a kill under an abort signal leaves no listener on it, however many contai
   assert.equal(cut.error(), undefined);
   assert.deepEqual(r2.calls.filter((c) => c.startsWith('StopContainer')), []);
 });
+
+test('SyncPod: a start the runtime refuses is RunContainerError with the runtime\'s own message; its event names the container, not its ID', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  const { fromGrpcError } = await import('../../../src/cri/errors.js');
+  runtime.startContainer = async (id: string) => {
+    throw fromGrpcError({ code: 9, details: `failed to start container ${id}: exec /no/such/binary: No such file or directory` }, 'StartContainer', 'fake', 2000);
+  };
+  const p = pod();
+  const result = await syncPod(deps, p, await status(deps, p));
+  const start = result.results.find((r) => r.action === 'StartContainer')!;
+  assert.equal(start.reason, 'RunContainerError');
+  assert.match(start.message ?? '', /^failed to start container [0-9a-z-]+: exec \/no\/such\/binary: No such file or directory$/);
+  // As the kubelet's recordContainerEvent: the ID replaced by the name, so that attempts aggregate (bad-pods/command-not-found.yaml on the process runtime).
+  assert.equal(recorder.events.find((e) => e.reason === 'Failed')?.message, 'Error: failed to start container c: exec /no/such/binary: No such file or directory');
+});

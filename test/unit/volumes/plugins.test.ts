@@ -185,6 +185,9 @@ test('hostPath: each type checked or made, with the kubelet\'s messages', async 
   assert.ok(statSync(join(dir, 'g')).isFile());
   assert.equal(await checkHostPathType('/dev/null', 'CharDevice'), undefined);
   assert.equal(await checkHostPathType(dir, 'Sometimes'), 'Sometimes is an invalid volume type');
+  // Under a file: a message in Go's words, not a thrown ENOTDIR (the bad-input drill's volume-hostpath-create-under-file).
+  assert.equal(await checkHostPathType(join(dir, 'f/sub'), 'DirectoryOrCreate'), `mkdir ${join(dir, 'f/sub')}: not a directory`);
+  assert.equal(await checkHostPathType(join(dir, 'f/sub'), 'Directory'), `hostPath type check failed, ${join(dir, 'f/sub')} is not a directory, unable to determine its type: path "${join(dir, 'f/sub')}" does not exist`);
   const h = harness();
   await assert.rejects(h.vm.mountPod(pod([{ name: 'h', hostPath: { path: `${dir}/../etc` } }])));
   assert.match(h.recorder.events.at(-1)!.message, /invalid HostPath `.*`: must not contain '\.\.'/);

@@ -313,7 +313,7 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     warn(criStatusMessage(err));
     throw new SyncError(Reasons.CreateContainer, criStatusMessage(err), { cause: err });
   }
-  deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, `Created container: ${container.name}`);
+  deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, 'Container created');
   deps.actuated?.set(containerID, container);
 
   try {
@@ -322,7 +322,7 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     warn(criStatusMessage(err));
     throw new SyncError(Reasons.RunContainer, criStatusMessage(err), { cause: err });
   }
-  deps.recorder.event(ref, 'Normal', EventReasons.StartedContainer, `Started container ${container.name}`);
+  deps.recorder.event(ref, 'Normal', EventReasons.StartedContainer, 'Container started');
 
   const hookFailure = await runPostStartHook(deps, pod, container, containerID, input.podIPs);
   if (hookFailure !== undefined) {

@@ -176,7 +176,7 @@ step('a Deployment of 3 pods on host-0-nodelet: kubectl logs, exec and describe 
   assert.equal(kubectlOk(['-n', NS, 'exec', name, '--', 'sh', '-c', 'echo exec in $(hostname)']).trim(), `exec in ${name}`);
   const text = describe(name);
   assert.match(text, new RegExp(`Node:\\s+${NODELET_NODE}/`));
-  assert.match(text, /Normal\s+Started\s+\S+\s+nodelet\s+spec\.containers\{web\}: Started container web/);
+  assert.match(text, /Normal\s+Started\s+\S+\s+nodelet\s+spec\.containers\{web\}: Container started/);
 });
 
 step('a sandbox killed behind nodelet\'s back: SandboxChanged, and the pod runs again', async () => {

@@ -71,7 +71,7 @@ test('a pod with two containers runs: Running, both ready, a pod IP, real contai
   for (const name of ['a', 'b']) {
     const e = events.find((x) => x.reason === 'Started' && x.involvedObject.fieldPath === `spec.containers{${name}}`);
     assert.ok(e, `Started event for ${name}`);
-    assert.equal(e.message, `Started container ${name}`);
+    assert.equal(e.message, 'Container started');
     assert.equal(e.source?.component, 'nodelet');
     assert.equal(e.source?.host, node);
   }

@@ -8,8 +8,7 @@ import { readHostInfo } from '../kube/host.js';
 import { capacityAndAllocatable, nodeLabels, nodeTaints } from '../kube/node-status.js';
 import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
 import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
-import { ProcessRuntime } from '../procruntime/runtime.js';
-import { ProcessRuntimeServer } from '../procruntime/server.js';
+import { startEmbeddedRuntime, type EmbeddedRuntime } from './embedded-runtime.js';
 import { apiErrorMessage, httpCode, type KubeClient } from '../kube/client.js';
 import { nodeIdentity, type NodeIdentity } from '../kube/node-identity.js';
 import { PodReflector, restWatch } from '../kube/reflector.js';
@@ -17,6 +16,8 @@ import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { PodResizer } from './pod-resize.js';
+import { handlePodCleanups } from './pod-cleanups.js';
+import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
 import { RuntimeState } from './runtime-state.js';
 import { NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
@@ -24,8 +25,8 @@ import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
 import { defaultGCPolicy, garbageCollect, removeDeletedPod } from '../runtime/gc.js';
-import { killPodWithSyncResult } from '../runtime/kill.js';
 import { execInContainer } from '../runtime/hooks.js';
+import { killPodWithSyncResult } from '../runtime/kill.js';
 import { getPodStatus, getPods } from '../runtime/pod-status.js';
 import { syncPod } from '../runtime/sync-pod.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
@@ -75,7 +76,7 @@ export class Agent implements PodSyncer {
   private readonly staticPods?: StaticPodSource;
   private pleg!: GenericPLEG;
   private runtimeState!: RuntimeState;
-  private processRuntime?: { runtime: ProcessRuntime; server: ProcessRuntimeServer };
+  private processRuntime?: EmbeddedRuntime;
   private mirrors?: MirrorPodManager;
   private nodeApi?: NodeApi;
   private logRotation?: ContainerLogManager;
@@ -193,26 +194,8 @@ export class Agent implements PodSyncer {
     if (!(await this.identity.start())) return;
     let endpoint = opts.runtimeEndpoint;
     if (opts.runtime === 'process') {
-      const root = opts.processRuntime.root;
-      const socket = opts.processRuntime.socket || `${root}/cri.sock`;
-      const pr = opts.processRuntime;
-      const runtime = new ProcessRuntime({
-        root,
-        imagesDir: pr.imagesDir || undefined,
-        hostIP: opts.nodeIP || undefined,
-        cniConfDir: pr.cniConfDir,
-        cniBinDirs: pr.cniBinDir.split(':').filter(Boolean),
-        registryCertsDir: pr.registryCertsDir || undefined,
-        pullProgressTimeoutMs: opts.imagePullProgressDeadlineMs,
-        log: (m, f) => this.logger.info(m, f),
-        warn: (m, f) => this.logger.warn(m, f),
-      });
-      await runtime.start();
-      const server = new ProcessRuntimeServer(runtime);
-      await server.listen(socket);
-      this.processRuntime = { runtime, server };
-      endpoint = `unix://${socket}`;
-      this.logger.info('process runtime serving', { socket: endpoint, isolation: runtime.isolationMode });
+      this.processRuntime = await startEmbeddedRuntime(opts, this.logger);
+      endpoint = this.processRuntime.endpoint;
     }
     this.cri = new CriClient(endpoint, { observer: this.metrics.criObserver() });
     this.pleg = new GenericPLEG({
@@ -260,30 +243,7 @@ export class Agent implements PodSyncer {
       podStatus: (uid) => this.statusManager.podStatus(uid),
       runtime: () => this.cri,
       runningPods: () => getPods(this.deps, false),
-      stats: {
-        nodeName: opts.nodeName,
-        podLogRoot: opts.podLogRoot,
-        rootDir: opts.rootDir,
-        listContainerStats: () => this.cri.listContainerStats(),
-        listContainers: () => this.cri.listContainers(),
-        imageFsInfo: () => this.cri.imageFsInfo(),
-        sandboxPid: async (uid) => {
-          // hostNetwork pods are on the host's network.
-          const pod = this.pods().find((p) => p.metadata?.uid === uid);
-          if (pod?.spec?.hostNetwork) return 'host';
-          // Else a process of the ready sandbox (CRI's verbose status, as containerd and the process runtime report it).
-          const [sb] = await this.cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid }, state: { state: 'SANDBOX_READY' } });
-          if (!sb) return undefined;
-          const info = (await this.cri.podSandboxStatus(sb.id, true)).info?.info;
-          const pid = info ? (JSON.parse(info) as { pid?: number }).pid : undefined;
-          return pid && pid > 0 ? pid : undefined;
-        },
-        podStartTime: (uid) => {
-          const t = this.statusManager.podStatus(uid)?.startTime;
-          return t ? new Date(t).toISOString().replace(/\.\d+Z$/, 'Z') : undefined;
-        },
-        now: () => this.clock.now(),
-      },
+      stats: statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now()),
       healthy: () => this.health(),
       metrics: this.metrics,
       clock: this.clock,
@@ -621,30 +581,20 @@ export class Agent implements PodSyncer {
     if (!this.sourcesReady || this.housekeepingRunning) return;
     this.housekeepingRunning = true;
     try {
-      this.services?.retain(this.pods().map((p) => p.metadata?.namespace ?? ''));
-      this.probes.cleanupPods((uid) => this.workers.isKnown(uid));
-      // Back-offs quiet for twice their maximum are forgotten, so a long-lived node's maps stay small.
-      this.deps.crashLoopBackoff.gc();
-      this.deps.imageManager.gc();
-      // Resizes waiting for room are tried again (others may have left); an allocated one syncs now.
-      for (const uid of this.resizer.due()) {
-        const pod = this.workers.activePods().find((p) => p.metadata?.uid === uid);
-        if (pod && this.resize(pod)) this.workers.wake(uid);
-      }
-      const running = await getPods(this.deps, false);
-      this.resizer.actuated.retain(new Set(running.flatMap((p) => p.containers.map((c) => c.id.id))));
-      this.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
-      for (const p of running) {
-        if (this.workers.isKnown(p.uid)) continue;
-        this.logger.info('killing unwanted pod', { pod: `${p.namespace}/${p.name}`, uid: p.uid });
-        const res = await killPodWithSyncResult(this.deps, undefined, p);
-        const err = res.error();
-        if (err) this.logger.warn('failed to kill unwanted pod', { uid: p.uid, error: err.message });
-      }
-      // Directories of pods no source has any more, and whose containers are gone.
-      const runningUIDs = new Set(running.map((p) => p.uid));
-      const removed = await this.volumes.manager.cleanupOrphans((uid) => this.workers.isKnown(uid) || runningUIDs.has(uid));
-      if (removed.length) this.logger.info('removed orphaned pod directories', { uids: removed });
+      await handlePodCleanups({
+        deps: this.deps,
+        logger: this.logger,
+        metrics: this.metrics,
+        probes: this.probes,
+        resizer: this.resizer,
+        volumes: this.volumes.manager,
+        services: this.services,
+        pods: () => this.pods(),
+        isKnown: (uid) => this.workers.isKnown(uid),
+        activePods: () => this.workers.activePods(),
+        resize: (pod) => this.resize(pod),
+        wake: (uid) => this.workers.wake(uid),
+      });
     } catch (err) {
       this.logger.warn('housekeeping failed', { error: (err as Error).message });
     } finally {

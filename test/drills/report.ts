@@ -21,6 +21,9 @@ const HEADLINE: Record<string, Array<[string, string]>> = {
   'runtime-restart': [['notReadySeconds', 'NotReady after %s s'], ['readySeconds', 'Ready %s s after the runtime is back'], ['restartedSeconds', 'killed containers running %s s after']],
   'apiserver-down': [['statusCaughtUpSeconds', 'status caught up %s s after'], ['eventsCaughtUpSeconds', 'events %s s after'], ['podAfterEtcdSeconds', 'a pod runs %s s after etcd restarts']],
   'watch-faults': [['stallChangesSeenSeconds', 'changes seen %s s into a silent watch'], ['goneChangesSeenSeconds', 'after 410 Gone in %s s']],
+  'bad-input': [['pods', '%s bad pods'], ['staticManifests', '%s bad static manifests'], ['configs', '%s bad config files'], ['flags', '%s bad flag lines'], ['secondsToAllReasons', 'every pod its reason and event in %s s']],
+  churn: [['pods_created', '%s pods'], ['pods_per_second', 'at %s/s'], ['api_requests_per_pod_first_half', 'API requests per pod %s'], ['api_requests_per_pod_second_half', 'then %s'], ['rss_base_mib', 'RSS %s MiB'], ['rss_end_mib', '→ %s'], ['rss_after_mib', '→ %s MiB after'], ['pod_workers_slope_per_min', 'workers slope %s/min'], ['timers_slope_per_min', 'timers slope %s/min'], ['handles_slope_per_min', 'handles slope %s/min']],
+  'disk-full': [['seconds_to_disk_pressure', 'DiskPressure in %s s'], ['new_pod_under_pressure', 'a new pod %s'], ['seconds_to_no_disk_pressure', 'cleared %s s after space returns'], ['canary_lines_lost', '%s log lines lost while full']],
 };
 
 export function table(run: { date: string; commit: string; reduced: boolean; seconds: number; results: Result[] }): string {

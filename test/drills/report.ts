@@ -28,7 +28,7 @@ const HEADLINE: Record<string, Array<[string, string]>> = {
 
 export function table(run: { date: string; commit: string; reduced: boolean; seconds: number; results: Result[] }): string {
   const lines = [
-    `Last run: ${run.date.slice(0, 10)}, commit ${run.commit}, ${run.reduced ? 'the short run' : 'full'}, ${Math.round(run.seconds / 60)} min on 2 cores; every figure in \`test/drills/results/latest.json\`.`,
+    `Last run: ${run.date.slice(0, 10)}, commit ${run.commit}, ${run.reduced ? 'the short run' : 'full'}, ${Math.round(run.seconds / 60)} min on 2 cores; every figure of a run in \`test/drills/results/latest.json\` (not kept in git, as bench results).`,
     '',
     '| drill | runtime | result | took | figures | status converged | nothing left after | fds vs settled |',
     '|---|---|---|---|---|---|---|---|',

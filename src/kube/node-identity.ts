@@ -154,7 +154,10 @@ export function nodeIdentity(config: NodeletConfig, deps: NodeIdentityDeps): Nod
       clientCertificates: manager,
       start: async () => {
         manager.start();
-        const ok = await manager.first;
+        // Nothing else runs yet and the clock's timers do not hold the process: without this, a
+        // node whose first request failed (an API server not up yet) exited 0 while it waited.
+        const hold = setInterval(() => undefined, 60_000);
+        const ok = await manager.first.finally(() => clearInterval(hold));
         if (ok) logger.info('API identity: the node\'s client certificate', { user: `system:node:${config.nodeName}`, groups: 'system:nodes', certificate: store.currentPath });
         return ok;
       },

@@ -285,3 +285,23 @@ test('rotation: a certificate past 70% of its life is renewed by the node itself
   assert.equal((await core.readNode({ name: node })).status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
   assert.equal(clientCsrs(SA_USER).length, 1, 'the bootstrap credentials were never needed again');
 });
+
+test('an API server not reachable at bootstrap: nodelet says so and asks again, it does not exit (the node waits for its identity)', async () => {
+  const dir = mkdtempSync(join(tmp, 'unreachable-'));
+  const boot = join(dir, 'bootstrap.kubeconfig');
+  // Nothing listens on port 1: every request is refused at once.
+  writeFileSync(boot, readFileSync(join(tmp, 'bootstrap.kubeconfig'), 'utf8').replace(/server: .*/, 'server: https://127.0.0.1:1'));
+  const waiting = await startAgent(uniqueNodeName('it-ident-wait'), ['--config', runtime.config, '--bootstrap-kubeconfig', boot, '--kubeconfig', join(dir, 'kubeconfig'), '--cert-dir', join(dir, 'pki')], { waitForStart: false });
+  try {
+    const alive = () => waiting.process.exitCode === null && waiting.process.signalCode === null;
+    await eventually('the failed request said, a retry scheduled', 20_000, async () => (waiting.lines.some((l) => /client certificate: request failed; asking again in/.test(String(l.message))) ? true : undefined));
+    // The retry itself comes and fails too: the process is still there for both.
+    await eventually('a second failed request', 30_000, async () => {
+      if (!alive()) throw new Error(`nodelet exited while it waited for its identity (${waiting.process.exitCode ?? waiting.process.signalCode})`);
+      return waiting.lines.filter((l) => /request failed; asking again/.test(String(l.message))).length >= 2 ? true : undefined;
+    });
+    assert.ok(alive(), 'still waiting');
+  } finally {
+    await waiting.stop();
+  }
+});

@@ -75,9 +75,15 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let dead = false;
-  void exited.then(() => (dead = true));
+  let how = '';
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => {
+      dead = true;
+      how = signal ? `killed by ${signal}` : `exit code ${code}`;
+      resolve(code);
+    }),
+  );
 
   const agent = (port: number): RunningAgent => ({
     nodeName,
@@ -98,7 +104,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
   // An agent that waits for something before it starts (a bootstrap's certificate), as it is.
   if (opts.waitForStart === false) return agent(0);
   const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000, async () => {
-    if (dead) throw new Error(`agent exited early; log: ${logFile}`);
+    if (dead) throw new Error(`agent exited early (${how}); log: ${logFile}`);
     const started = lines.find((l) => l.message === 'nodelet started');
     return started ? Number(started.port) : undefined;
   });

@@ -37,6 +37,19 @@ function unary(fn: Handler): grpc.handleUnaryCall<any, any> {
   };
 }
 
+/**
+ * CRI GetContainerEvents: every change from now on, until the client goes. The headers go out at
+ * once, so that a client knows the stream is open (and relists to cover what came before).
+ */
+function streamContainerEvents(r: ProcessRuntime, call: grpc.ServerWritableStream<unknown, unknown>): void {
+  const unsubscribe = r.events.subscribe((e) => call.write(e));
+  const end = () => unsubscribe();
+  call.on('cancelled', end);
+  call.on('close', end);
+  call.on('error', end);
+  call.sendMetadata(new grpc.Metadata());
+}
+
 export class ProcessRuntimeServer {
   private readonly streams: ProcessStreams;
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 16 * 1024 * 1024 });
@@ -79,7 +92,10 @@ export class ProcessRuntimeServer {
       RemoveImage: async (q) => (await r.removeImage(q.image ?? {}), {}),
       ImageFsInfo: async () => r.imageFsInfo(),
     };
-    this.server.addService(pkg.runtime.v1.RuntimeService.service, Object.fromEntries(Object.entries(rt).map(([k, f]) => [k, unary(f)])));
+    this.server.addService(pkg.runtime.v1.RuntimeService.service, {
+      ...Object.fromEntries(Object.entries(rt).map(([k, f]) => [k, unary(f)])),
+      GetContainerEvents: (call: grpc.ServerWritableStream<unknown, unknown>) => streamContainerEvents(r, call),
+    });
     this.server.addService(pkg.runtime.v1.ImageService.service, Object.fromEntries(Object.entries(img).map(([k, f]) => [k, unary(f)])));
   }
 

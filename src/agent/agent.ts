@@ -15,6 +15,7 @@ import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
+import { eventedPlegFor, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { statsSources } from './stats-sources.js';
@@ -75,6 +76,8 @@ export class Agent implements PodSyncer {
   private readonly reflector?: PodReflector;
   private readonly staticPods?: StaticPodSource;
   private pleg!: GenericPLEG;
+  /** Container events from the runtime, where it streams them (the relist then a safety net). */
+  private eventedPleg?: EventedPLEG;
   private runtimeState!: RuntimeState;
   private processRuntime?: EmbeddedRuntime;
   private mirrors?: MirrorPodManager;
@@ -207,6 +210,8 @@ export class Agent implements PodSyncer {
       relistPeriodMs: opts.plegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
     });
+    const { nodeName, plegRelistPeriodMs: normalPeriodMs, eventedPlegRelistPeriodMs: eventedPeriodMs } = opts;
+    this.eventedPleg = eventedPlegFor(this.cri, { generic: this.pleg, nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics, normalPeriodMs, eventedPeriodMs, onEvent: (e) => this.workers.wake(e.uid) });
     this.runtimeState = new RuntimeState(this.cri, this.clock);
     this.runtimeState.addHealthCheck('PLEG', () => this.pleg.healthProblem());
     this.probes = new ProbeManager({
@@ -302,6 +307,7 @@ export class Agent implements PodSyncer {
         agentMaps: { last_sync: this.lastSync, first_seen: this.firstSeen, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
       });
     this.pleg.start();
+    this.eventedPleg?.start();
     this.imageGC.start();
     this.reflector?.start();
     this.staticPods?.start();
@@ -320,6 +326,7 @@ export class Agent implements PodSyncer {
     for (const l of this.loops) l.timer?.cancel();
     this.staticPods?.stop();
     await this.reflector?.stop();
+    this.eventedPleg?.stop();
     await this.pleg?.stop();
     await this.workers.stop();
     this.probes?.cleanupPods(() => false);

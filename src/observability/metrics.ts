@@ -64,6 +64,22 @@ export class Metrics {
     buckets: latencyBuckets,
     registers: [this.registry],
   });
+  readonly eventedPlegConnections = new Counter({
+    name: 'kubelet_evented_pleg_connection_success_count',
+    help: "Times the runtime's container event stream was opened",
+    registers: [this.registry],
+  });
+  readonly eventedPlegConnectionErrors = new Counter({
+    name: 'kubelet_evented_pleg_connection_error_count',
+    help: "Times the runtime's container event stream failed or was refused",
+    registers: [this.registry],
+  });
+  readonly eventedPlegLatency = new Histogram({
+    name: 'kubelet_evented_pleg_connection_latency_seconds',
+    help: 'From a container event in the runtime to the agent receiving it',
+    buckets: latencyBuckets,
+    registers: [this.registry],
+  });
   readonly runtimeOperationsDuration = new Histogram({
     name: 'kubelet_runtime_operations_duration_seconds',
     help: 'Duration of CRI calls, by operation',

@@ -34,6 +34,8 @@ export interface SupervisorDeps {
   proc?: ProcSeam;
   watchDir?: WatchDir;
   sweepMs?: number;
+  /** Called after each sweep. */
+  swept?: () => void;
 }
 
 export class ContainerSupervisor {
@@ -49,7 +51,7 @@ export class ContainerSupervisor {
 
   constructor(private readonly deps: SupervisorDeps) {
     this.proc = deps.proc ?? hostProc;
-    this.watch = new ContainerWatch({ clock: deps.clock, look: (id, kind) => this.look(id, kind), watchDir: deps.watchDir, sweepMs: deps.sweepMs });
+    this.watch = new ContainerWatch({ clock: deps.clock, look: (id, kind) => this.look(id, kind), watchDir: deps.watchDir, sweepMs: deps.sweepMs, swept: deps.swept });
   }
 
   /** Starts the sweep and watches what runs (found on disk after a restart: adopted). */

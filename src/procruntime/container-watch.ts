@@ -27,6 +27,8 @@ export interface ContainerWatchOptions {
   coalesceMs?: number;
   /** A container whose directory cannot be watched is looked at this often instead (default 100 ms, the old poll). */
   pollMs?: number;
+  /** Called after each sweep (what else has no event: a sandbox's PID namespace holder). */
+  swept?: () => void;
 }
 
 /** The real watch: inotify through fs.watch, not keeping the process alive. */
@@ -172,6 +174,7 @@ export class ContainerWatch {
     if (!this.running) return;
     this.sweeper = this.opts.clock.setTimer(this.sweepMs, () => {
       this.lookAll();
+      this.opts.swept?.();
       this.scheduleSweep();
     });
   }

@@ -140,6 +140,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       proc: opts.proc,
       watchDir: opts.watchDir,
       sweepMs: opts.sweepMs,
+      // A sandbox whose PID namespace holder died is not ready, and only the sweep sees it.
+      swept: () => this.events.listening && this.sandboxes.newlyLost().forEach((s) => this.emit('CONTAINER_STOPPED_EVENT', s.id, s.id)),
     });
     this.statsService = new ProcessStatsService({
       containersOf: (sandboxId) => [...this.containers.values()].filter((c) => c.sandboxId === sandboxId),

@@ -1,8 +1,9 @@
 // The process runtime's CRI container events from its own calls and from what it finds: a
 // container that ended while the runtime was down is STOPPED (with its exit code in the statuses),
 // a removed container DELETED, a stopped and removed sandbox STOPPED and DELETED under its own ID,
-// each with the pod's sandbox status. Records are written to disk as a runtime leaves them; /proc
-// and the directory watch are fakes, so nothing is launched.
+// each with the pod's sandbox status; a sandbox whose PID namespace holder died, STOPPED at the
+// sweep. Records are written to disk as a runtime leaves them; /proc and the directory watch are
+// fakes, so nothing is launched.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,10 @@ test('events for what the runtime finds and does, with the pod statuses', async 
   const sb = { id: 'sb1', config: { metadata: { name: 'p', uid: 'uid-1', namespace: 'ns', attempt: 0 }, labels: { team: 'a' } }, state: 'SANDBOX_READY', createdAt: '1', ip: '' };
   mkdirSync(join(root, 'sandboxes', 'sb1'), { recursive: true });
   writeFileSync(join(root, 'sandboxes', 'sb1', 'sandbox.json'), JSON.stringify(sb));
+  // A pod sharing its PID namespace, whose holder process is gone: nothing but the sweep sees it.
+  const sb2 = { ...sb, id: 'sb2', config: { ...sb.config, metadata: { ...sb.config.metadata, uid: 'uid-2' } }, namespaces: { ips: [], pidHolder: { pid: 999_999, pidStart: '1' } } };
+  mkdirSync(join(root, 'sandboxes', 'sb2'), { recursive: true });
+  writeFileSync(join(root, 'sandboxes', 'sb2', 'sandbox.json'), JSON.stringify(sb2));
   const container = (id: string, state: string) => ({
     id,
     sandboxId: 'sb1',
@@ -64,6 +69,12 @@ test('events for what the runtime finds and does, with the pod statuses', async 
     assert.equal((stopped.pod_sandbox_status as { metadata: { uid: string } }).metadata.uid, 'uid-1');
     const statuses = stopped.containers_statuses as Array<{ id: string; state: string; exit_code: number; reason: string }>;
     assert.deepEqual(statuses.map((s) => [s.id, s.state, s.exit_code, s.reason]).sort(), [['ended', 'CONTAINER_EXITED', 2, 'Error'], ['runs', 'CONTAINER_RUNNING', 0, '']]);
+
+    got.length = 0;
+    clock.step(5000);
+    clock.step(5000);
+    await rt.events.flushed();
+    assert.deepEqual(got.map((e) => [e.container_id, e.container_event_type, (e.pod_sandbox_status as { state: string }).state]), [['sb2', 'CONTAINER_STOPPED_EVENT', 'SANDBOX_NOTREADY']], 'found by the sweep, once');
 
     got.length = 0;
     await rt.removeContainer('ended');

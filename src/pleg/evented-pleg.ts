@@ -138,7 +138,8 @@ export class EventedPLEG {
     const createdNs = Number(e.created_at);
     if (createdNs > 0) this.opts.metrics?.eventedPlegLatency.observe(Math.max(0, this.opts.clock.now() - createdNs / 1e6) / 1000);
     const event = this.opts.generic.observe(uid, e.container_id, stateAfter(e));
-    if (event) this.opts.onEvent(event);
+    // A container just created is the worker's own doing, mid-sync: as the kubelet, no wake for it.
+    if (event && event.type !== 'ContainerChanged') this.opts.onEvent(event);
   }
 }
 

@@ -78,6 +78,8 @@ test('an event wakes its pod at once and is not announced again by the next reli
   t.source.handlers!.onOpen();
   await t.advance(100);
   const relists = t.rt.state.relists;
+  t.source.handlers!.onEvent(event('CONTAINER_CREATED_EVENT', 'c1', 'u1'));
+  assert.equal(t.woken.length, 0, 'a container created wakes nobody');
   t.source.handlers!.onEvent(event('CONTAINER_STARTED_EVENT', 'c1', 'u1'));
   assert.deepEqual(t.woken, [{ uid: 'u1', type: 'ContainerStarted', id: 'c1' }]);
   assert.equal(t.rt.state.relists, relists, 'no relist was needed');

@@ -82,3 +82,20 @@ test('a runtime without GetContainerEvents ends the stream with Unimplemented, n
   assert.ok(ended instanceof CriError && ended.code === 'Unimplemented', String(ended));
   assert.equal(opened, false);
 });
+
+test('closing the runtime ends the open streams (it does not wait for them forever); the client hears the end', async () => {
+  const hub = new ContainerEventHub(new FakeClock());
+  const server = new ProcessRuntimeServer({ events: hub, stop: () => undefined } as unknown as ProcessRuntime);
+  const sock = join(dir, 'closing.sock');
+  await server.listen(sock);
+  const client = new CriClient(`unix://${sock}`);
+  cleanups.push(() => client.close());
+  let opened = false;
+  let ended: Error | undefined;
+  client.watchContainerEvents({ onOpen: () => (opened = true), onEvent: () => undefined, onEnd: (err) => (ended = err) });
+  await until(() => opened, 'the stream opens');
+  const closed = await Promise.race([server.close().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+  assert.equal(closed, true, 'close() returned');
+  await until(() => ended !== undefined, 'the client is told');
+  assert.equal(hub.listening, false);
+});

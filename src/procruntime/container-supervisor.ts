@@ -77,7 +77,9 @@ export class ContainerSupervisor {
    */
   stopped(id: string, gone: boolean): void {
     if (gone) this.goneAt.set(id, 0);
-    this.watch.lookNow(id, 'full');
+    // One not watched (it should be) is watched now, which looks at it at once.
+    if (this.watch.has(id)) this.watch.lookNow(id, 'full');
+    else this.watch.add(id, this.deps.dir(id));
   }
 
   /** The container is removed: nothing of it is kept. */

@@ -109,6 +109,10 @@ export class ContainerWatch {
     }
   }
 
+  has(id: string): boolean {
+    return this.watched.has(id);
+  }
+
   /** How many containers have no working watch (and are polled). */
   get polled(): number {
     return [...this.watched.values()].filter((w) => !w.watcher).length;

@@ -23,8 +23,13 @@ export interface ContainerWatchOptions {
   watchDir?: WatchDir;
   /** The safety net's period (default 5 s). */
   sweepMs?: number;
-  /** Writes within this long are moved to the log together (default 20 ms). */
+  /** Changes within this long are looked at together (default 5 ms). */
   coalesceMs?: number;
+  /**
+   * Output is looked at no more often than this per container (default 100 ms, the old poll's
+   * period): a container that writes all the time costs ten looks a second, not one per write.
+   */
+  outputEveryMs?: number;
   /** A container whose directory cannot be watched is looked at this often instead (default 100 ms, the old poll). */
   pollMs?: number;
   /** Called after each sweep (what else has no event: a sandbox's PID namespace holder). */
@@ -48,6 +53,8 @@ interface Watched {
   timer?: Timer;
   dueAt?: number;
   kind?: LookKind;
+  /** When it was last looked at (output is looked at no more often than outputEveryMs). */
+  lookedAt?: number;
 }
 
 export class ContainerWatch {
@@ -56,12 +63,14 @@ export class ContainerWatch {
   private running = false;
   private readonly sweepMs: number;
   private readonly coalesceMs: number;
+  private readonly outputEveryMs: number;
   private readonly pollMs: number;
   private readonly watchDir: WatchDir;
 
   constructor(private readonly opts: ContainerWatchOptions) {
     this.sweepMs = opts.sweepMs ?? 5000;
-    this.coalesceMs = opts.coalesceMs ?? 20;
+    this.coalesceMs = opts.coalesceMs ?? 5;
+    this.outputEveryMs = opts.outputEveryMs ?? 100;
     this.pollMs = opts.pollMs ?? 100;
     this.watchDir = opts.watchDir ?? watchDirWithInotify;
   }
@@ -127,6 +136,7 @@ export class ContainerWatch {
     w.timer = undefined;
     w.dueAt = undefined;
     w.kind = undefined;
+    w.lookedAt = this.opts.clock.now();
     const next = this.opts.look(id, pending === 'full' ? 'full' : kind);
     // The look may have ended the container (and removed its watch).
     if (!this.watched.has(id)) return;
@@ -137,7 +147,12 @@ export class ContainerWatch {
 
   private changed(id: string, file: string | null): void {
     if (file === STATUS_FILE || file === null) this.lookIn(id, this.coalesceMs, 'full');
-    else if (OUTPUT_FILES.has(file)) this.lookIn(id, this.coalesceMs, 'output');
+    else if (OUTPUT_FILES.has(file)) {
+      const w = this.watched.get(id);
+      if (!w || w.timer) return; // a look is due already: this write goes with it (the cheap path of a chatty container)
+      const sinceLast = w.lookedAt === undefined ? Infinity : this.opts.clock.now() - w.lookedAt;
+      this.lookIn(id, Math.max(this.coalesceMs, this.outputEveryMs - sinceLast), 'output');
+    }
   }
 
   /** The watch broke (its directory gone, say): the container is polled until it ends. */

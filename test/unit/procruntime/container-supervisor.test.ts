@@ -221,3 +221,37 @@ test('adopted after a restart: a container that ended meanwhile is recorded at o
   assert.deepEqual(ended, ['a']);
   assert.equal(c.reason, 'Completed');
 });
+
+test('the real watch (inotify) sees a write to the output and the monitor writing the exit code', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'supervisor-'));
+  const dir = join(root, 'w');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'stdout'), '');
+  writeFileSync(join(dir, 'stderr'), '');
+  const clock = new FakeClock();
+  const proc = new FakeProc();
+  proc.alive.add('w');
+  const c = { id: 'w', state: 'CONTAINER_RUNNING', isolation: 'launcher', logPath: join(dir, 'cri.log'), stdout: { offset: 0, pending: '' }, stderr: { offset: 0, pending: '' } } as unknown as ContainerRecord;
+  const ended: string[] = [];
+  const sup = new ContainerSupervisor({ clock, container: () => c, dir: () => dir, persist: async () => undefined, oomKilled: () => false, exited: (x) => void ended.push(x.id), warn: () => undefined, proc });
+  sup.start([c]);
+  try {
+    const sweepOnly = clock.pendingTimers();
+    const waitForEvent = async () => {
+      for (let i = 0; i < 200 && clock.pendingTimers() === sweepOnly; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(clock.pendingTimers() > sweepOnly, 'the watch scheduled a look');
+    };
+    appendFileSync(join(dir, 'stdout'), 'seen\n');
+    await waitForEvent();
+    clock.step(100);
+    assert.match(readFileSync(c.logPath, 'utf8'), /stdout F seen\n$/);
+    proc.alive.delete('w');
+    proc.exitCodes.set(dir, 0);
+    appendFileSync(join(dir, 'status.json'), '{"exit-code": 0}\n');
+    await waitForEvent();
+    clock.step(5);
+    assert.deepEqual(ended, ['w']);
+  } finally {
+    sup.stop();
+  }
+});

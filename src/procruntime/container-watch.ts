@@ -149,9 +149,14 @@ export class ContainerWatch {
     if (file === STATUS_FILE || file === null) this.lookIn(id, this.coalesceMs, 'full');
     else if (OUTPUT_FILES.has(file)) {
       const w = this.watched.get(id);
-      if (!w || w.timer) return; // a look is due already: this write goes with it (the cheap path of a chatty container)
-      const sinceLast = w.lookedAt === undefined ? Infinity : this.opts.clock.now() - w.lookedAt;
-      this.lookIn(id, Math.max(this.coalesceMs, this.outputEveryMs - sinceLast), 'output');
+      if (!w) return;
+      const now = this.opts.clock.now();
+      const sinceLast = w.lookedAt === undefined ? Infinity : now - w.lookedAt;
+      const ms = Math.max(this.coalesceMs, this.outputEveryMs - sinceLast);
+      // A look due by then takes this write too (the cheap path of a chatty container); a later one
+      // (a log offsets' save, a retry) does not hold the output back.
+      if (w.dueAt !== undefined && w.dueAt <= now + ms) return;
+      this.lookIn(id, ms, 'output');
     }
   }
 

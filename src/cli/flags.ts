@@ -47,6 +47,8 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'seccomp-default': ['seccompDefault', 'bool', 'RuntimeDefault seccomp for containers that name no profile (default false)'],
   'node-status-update-frequency': ['nodeStatusUpdateFrequency', 'duration', 'how often node status is computed (default 10s)'],
   'static-pod-path': ['staticPodPath', 'string', 'a directory of static pod manifests, watched'],
+  'pod-manifest-path': ['staticPodPath', 'string', "the kubelet's name of --static-pod-path"],
+  'eviction-pressure-transition-period': ['evictionPressureTransitionPeriod', 'duration', 'a pressure condition stays True this long after it was last observed (default 5m)'],
   runtime: ['runtime', 'string', 'cri (a runtime at --runtime-endpoint) or process (nodelet\'s own)'],
   'log-level': ['logLevel', 'string', 'error|warn|info|debug (default info)'],
   'log-format': ['logFormat', 'string', 'json|text (default: text on a terminal, else json)'],

@@ -126,6 +126,8 @@ export interface NodeletConfig {
   /** Overrides of what is measured from the host. */
   capacity: ResourceList;
   evictionHard: { memoryAvailable: string; nodefsAvailable: string; imagefsAvailable: string; pidAvailable: string };
+  /** A pressure condition stays True this long after its threshold was last crossed. */
+  evictionPressureTransitionPeriodMs: number;
   nodeLabels: Record<string, string>;
   registerWithTaints: Taint[];
   allowPrivileged: boolean;
@@ -199,6 +201,7 @@ export function defaultConfig(): NodeletConfig {
     kubeReserved: {},
     capacity: {},
     evictionHard: { memoryAvailable: '100Mi', nodefsAvailable: '10%', imagefsAvailable: '15%', pidAvailable: '5%' },
+    evictionPressureTransitionPeriodMs: 300_000,
     nodeLabels: {},
     registerWithTaints: [],
     allowPrivileged: false,
@@ -318,6 +321,7 @@ const fields: Record<string, FieldSpec> = {
   kubeReserved: { kind: 'quantityMap' },
   capacity: { kind: 'quantityMap' },
   evictionHard: { kind: 'eviction' },
+  evictionPressureTransitionPeriod: { kind: 'duration', prop: 'evictionPressureTransitionPeriodMs', min: 0 },
   nodeLabels: { kind: 'stringMap' },
   registerWithTaints: { kind: 'taints' },
   allowPrivileged: { kind: 'bool' },

@@ -8,7 +8,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { apiErrorMessage, httpCode, type NodeApi } from './client.js';
 import { readHostInfo, readPressureSignals, type HostInfo, type PressureSignals } from './host.js';
-import { computeNodeStatus, newNode, nodeLabels, nodeStatusChanged, nodeTaints, type RuntimeHealth } from './node-status.js';
+import { computeNodeStatus, newNode, pressuresObserved, type PressureKind, nodeLabels, nodeStatusChanged, nodeTaints, type RuntimeHealth } from './node-status.js';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 const UNSCHEDULABLE_ANNOTATION = 'nodelet.io/unschedulable-on-shutdown';
@@ -47,6 +47,8 @@ export class NodeController {
   private registered = false;
   private readonly host: () => HostInfo;
   private readonly pressure: () => PressureSignals;
+  /** When each pressure was last observed, for the eviction pressure transition period. */
+  private readonly pressureObservedAt: Partial<Record<PressureKind, number>> = {};
   readonly stats = { statusPatches: 0, leaseRenewals: 0, errors: 0 };
 
   constructor(private readonly opts: NodeControllerOptions) {
@@ -105,6 +107,10 @@ export class NodeController {
   }
 
   private async statusNow(previous?: V1NodeStatus): Promise<V1NodeStatus> {
+    const pressure = this.withImageFs(this.pressure());
+    const now = this.opts.clock.now();
+    const seen = pressuresObserved(this.opts.config, pressure);
+    for (const k of ['memory', 'disk', 'pid'] as const) if (seen[k]) this.pressureObservedAt[k] = now;
     return computeNodeStatus({
       config: this.opts.config,
       host: this.host(),
@@ -112,9 +118,10 @@ export class NodeController {
       kubeletVersion: this.opts.kubeletVersion,
       port: this.opts.port(),
       runtime: this.opts.runtimeHealth(),
-      pressure: this.withImageFs(this.pressure()),
+      pressure,
+      pressureObservedAt: this.pressureObservedAt,
       previous,
-      now: this.opts.clock.now(),
+      now,
     });
   }
 

@@ -21,6 +21,8 @@ export interface NodeStatusInput {
   runtime: RuntimeHealth;
   pressure: PressureSignals;
   previous?: V1NodeStatus;
+  /** When each pressure was last observed (the node controller's record). */
+  pressureObservedAt?: Partial<Record<PressureKind, number>>;
   now: number;
 }
 
@@ -104,15 +106,30 @@ function condition(type: string, status: boolean, reason: string, message: strin
   };
 }
 
+export type PressureKind = 'memory' | 'disk' | 'pid';
+
+/** Which hard eviction thresholds the signals cross now. */
+export function pressuresObserved(config: NodeletConfig, pressure: PressureSignals): Record<PressureKind, boolean> {
+  const imagefsTotal = pressure.imagefsTotalBytes ?? 0;
+  return {
+    memory: pressure.memoryAvailableBytes < threshold(config.evictionHard.memoryAvailable, pressure.memoryTotalBytes),
+    disk:
+      (pressure.nodefsTotalBytes > 0 && pressure.nodefsAvailableBytes < threshold(config.evictionHard.nodefsAvailable, pressure.nodefsTotalBytes)) ||
+      (imagefsTotal > 0 && (pressure.imagefsAvailableBytes ?? 0) < threshold(config.evictionHard.imagefsAvailable, imagefsTotal)),
+    pid: pressure.pidMax - pressure.pidsUsed < threshold(config.evictionHard.pidAvailable, pressure.pidMax),
+  };
+}
+
 export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
   const { config, host, pressure, previous, now } = input;
   const { capacity, allocatable } = capacityAndAllocatable(config, host);
-  const memPressure = pressure.memoryAvailableBytes < threshold(config.evictionHard.memoryAvailable, pressure.memoryTotalBytes);
-  const imagefsTotal = pressure.imagefsTotalBytes ?? 0;
-  const diskPressure =
-    (pressure.nodefsTotalBytes > 0 && pressure.nodefsAvailableBytes < threshold(config.evictionHard.nodefsAvailable, pressure.nodefsTotalBytes)) ||
-    (imagefsTotal > 0 && (pressure.imagefsAvailableBytes ?? 0) < threshold(config.evictionHard.imagefsAvailable, imagefsTotal));
-  const pidPressure = pressure.pidMax - pressure.pidsUsed < threshold(config.evictionHard.pidAvailable, pressure.pidMax);
+  const seen = pressuresObserved(config, pressure);
+  // As the kubelet's eviction manager: a pressure stays reported for the transition period after
+  // it was last observed, so that a node near its threshold does not flap.
+  const held = (k: PressureKind) => seen[k] || (input.pressureObservedAt?.[k] !== undefined && now - input.pressureObservedAt[k]! < config.evictionPressureTransitionPeriodMs);
+  const memPressure = held('memory');
+  const diskPressure = held('disk');
+  const pidPressure = held('pid');
   const ready = input.runtime.notReadyMessage === undefined;
   return {
     capacity,

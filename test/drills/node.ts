@@ -84,6 +84,9 @@ async function containerPids(cri: CriClient, id: string): Promise<number[]> {
   return out.concat(children);
 }
 
+/** The pressure transition period of a drill node (the kubelet's default, 5 min, would stall the disk-full drill). */
+export const PRESSURE_TRANSITION_SECONDS = 30;
+
 export async function startDrillNode(opts: DrillNodeOptions): Promise<DrillNode> {
   const env = clusterEnv();
   rmSync(opts.dir, { recursive: true, force: true });
@@ -126,6 +129,7 @@ async function startOn(opts: DrillNodeOptions, dirs: { rootDir: string; podLogRo
     '--root-dir', rootDir,
     '--pod-log-root', podLogRoot,
     '--static-pod-path', staticPodDir,
+    '--eviction-pressure-transition-period', `${PRESSURE_TRANSITION_SECONDS}s`,
     ...(opts.flags ?? []),
   ];
   let current: RunningAgent = await startAgent(opts.nodeName, flags);

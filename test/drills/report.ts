@@ -15,17 +15,34 @@ interface Result {
 
 const round = (v: unknown) => (typeof v === 'number' ? String(Math.round(v * 10) / 10) : String(v));
 
-/** The figures that say most about each drill, in words. */
-const HEADLINE: Record<string, Array<[string, string]>> = {
-  'agent-kill': [['createRecoverySeconds', 'all running %s s after the restart (mid-create)'], ['deleteRecoverySeconds', 'all gone %s s after the restart (mid-delete)']],
-  'runtime-restart': [['notReadySeconds', 'NotReady after %s s'], ['readySeconds', 'Ready %s s after the runtime is back'], ['restartedSeconds', 'killed containers running %s s after']],
-  'apiserver-down': [['statusCaughtUpSeconds', 'status caught up %s s after'], ['eventsCaughtUpSeconds', 'events %s s after'], ['podAfterEtcdSeconds', 'a pod runs %s s after etcd restarts']],
-  'watch-faults': [['stallChangesSeenSeconds', 'changes seen %s s into a silent watch'], ['goneChangesSeenSeconds', 'after 410 Gone in %s s']],
+/** The figures that say most about each drill, in words: {key} is a figure; a phrase shows when all its figures are there. */
+const HEADLINE: Record<string, string[]> = {
+  'agent-kill': ['all running {createRecoverySeconds} s after the restart (mid-create)', 'all gone {deleteRecoverySeconds} s after the restart (mid-delete)'],
+  'runtime-restart': ['NotReady after {notReadySeconds} s', 'Ready {readySeconds} s after the runtime is back', 'killed containers running {restartedSeconds} s after'],
+  'apiserver-down': ['status caught up {statusCaughtUpSeconds} s after', 'events {eventsCaughtUpSeconds} s after', 'a pod runs {podAfterEtcdSeconds} s after etcd restarts'],
+  'watch-faults': ['changes seen {stallChangesSeenSeconds} s into a silent watch', 'after 410 Gone in {goneChangesSeenSeconds} s'],
+  'bad-input': ['{pods} bad pods, {staticManifests} bad static manifests, {configs} bad config files, {flags} bad flag lines', 'every pod its reason and event in {secondsToAllReasons} s'],
+  churn: [
+    '{pods_created} pods at {pods_per_second}/s',
+    'API requests per pod {api_requests_per_pod_first_half}, then {api_requests_per_pod_second_half}',
+    'RSS {rss_base_mib} MiB, {rss_end_mib} at the end, {rss_after_mib} after',
+    'slopes per minute: RSS {rss_mib_slope_per_min} MiB, pod workers {pod_workers_slope_per_min}, timers {timers_slope_per_min}, handles {handles_slope_per_min}, fds {open_fds_slope_per_min}',
+  ],
+  'disk-full': ['DiskPressure in {seconds_to_disk_pressure} s', 'a new pod {new_pod_under_pressure}', 'False {seconds_to_no_disk_pressure} s after space returns', '{canary_lines_lost} of {canary_lines_written} log lines lost while full'],
 };
+
+function words(r: Result): string {
+  const phrases: string[] = [];
+  for (const template of HEADLINE[r.drill] ?? []) {
+    const keys = [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    if (keys.every((k) => r.figures[k] !== undefined)) phrases.push(template.replace(/\{(\w+)\}/g, (_, k: string) => round(r.figures[k])));
+  }
+  return phrases.join('; ');
+}
 
 export function table(run: { date: string; commit: string; reduced: boolean; seconds: number; results: Result[] }): string {
   const lines = [
-    `Last run: ${run.date.slice(0, 10)}, commit ${run.commit}, ${run.reduced ? 'the short run' : 'full'}, ${Math.round(run.seconds / 60)} min on 2 cores; every figure in \`test/drills/results/latest.json\`.`,
+    `Last run: ${run.date.slice(0, 10)}, commit ${run.commit}, ${run.reduced ? 'the short run' : 'full'}, ${Math.round(run.seconds / 60)} min on 2 cores; every figure of a run in \`test/drills/results/latest.json\` (not kept in git, as bench results).`,
     '',
     '| drill | runtime | result | took | figures | status converged | nothing left after | fds vs settled |',
     '|---|---|---|---|---|---|---|---|',
@@ -35,9 +52,8 @@ export function table(run: { date: string; commit: string; reduced: boolean; sec
       lines.push(`| teardown | ${r.runtime} | ${r.ok ? 'ok' : '**FAIL**'} | | every pod deleted; ${round(r.figures.containersSeen)} containers and ${round(r.figures.sandboxesSeen)} sandboxes seen in all, none left | | | |`);
       continue;
     }
-    const words = (HEADLINE[r.drill] ?? []).filter(([k]) => r.figures[k] !== undefined).map(([k, text]) => text.replace('%s', round(r.figures[k])));
     const inv = r.invariants;
-    lines.push(`| ${r.drill} | ${r.runtime} | ${r.ok ? 'ok' : '**FAIL**'} | ${round(r.seconds)} s | ${words.join('; ')} | ${inv.convergeSeconds !== undefined ? `${round(inv.convergeSeconds)} s` : ''} | ${inv.leftoverSeconds !== undefined ? `${round(inv.leftoverSeconds)} s` : ''} | ${inv.agentFdsDelta !== undefined ? round(inv.agentFdsDelta) : ''} |`);
+    lines.push(`| ${r.drill} | ${r.runtime} | ${r.ok ? 'ok' : '**FAIL**'} | ${round(r.seconds)} s | ${words(r)} | ${inv.convergeSeconds !== undefined ? `${round(inv.convergeSeconds)} s` : ''} | ${inv.leftoverSeconds !== undefined ? `${round(inv.leftoverSeconds)} s` : ''} | ${inv.agentFdsDelta !== undefined ? round(inv.agentFdsDelta) : ''} |`);
   }
   return lines.join('\n');
 }

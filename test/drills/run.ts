@@ -98,6 +98,7 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
       const seenBefore = new Set(observer.containers.keys());
       const violationsBefore = observer.violations.length;
       const expected = new Set<string>();
+      const partial: Figures = {};
       const ctx: DrillContext = {
         runtime: node.runtime,
         apiProxy: node.apiProxy,
@@ -106,13 +107,14 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
         cri,
         namespace,
         reduced,
+        figures: partial,
         expectRestart: (uid, container) => void expected.add(`${uid}/${container}`),
         log: (m) => log(`${runtime} ${drill.name}: ${m}`),
       };
       const started = Date.now();
-      let figures: Figures = {};
+      let figures: Figures = partial;
       try {
-        figures = await drill.run(ctx);
+        figures = { ...partial, ...(await drill.run(ctx)) };
       } catch (err) {
         errors.push(`drill: ${(err as Error).stack ?? String(err)}`);
       }

@@ -73,6 +73,8 @@ export interface DrillContext {
   readonly namespace: string;
   /** The short run of `make test`: fewer pods, shorter outages and churn. */
   readonly reduced: boolean;
+  /** Figures recorded as the drill goes: kept, with those it returns, even when it fails. */
+  readonly figures: Figures;
   /**
    * Containers the drill killed or restarted on purpose, by pod UID and container name: the
    * restart-count invariant allows exactly these extra restarts (at least one each).

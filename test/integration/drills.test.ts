@@ -20,6 +20,6 @@ test('make drills, the short run: every drill passes with its invariants', { tim
   assert.equal(r.status, 0, `the drills failed:\n${r.stdout}\n${r.stderr.slice(-4000)}`);
   const out = JSON.parse(readFileSync(results, 'utf8')) as { results: Array<{ drill: string; ok: boolean }> };
   const drills = new Set(out.results.map((x) => x.drill));
-  for (const name of ['agent-kill', 'runtime-restart', 'apiserver-down', 'watch-faults', 'teardown']) assert.ok(drills.has(name), `${name} ran`);
+  for (const name of ['agent-kill', 'runtime-restart', 'apiserver-down', 'watch-faults', 'bad-input', 'churn', 'disk-full', 'teardown']) assert.ok(drills.has(name), `${name} ran`);
   assert.ok(out.results.every((x) => x.ok));
 });

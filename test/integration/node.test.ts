@@ -86,7 +86,7 @@ test('admission: a pod beyond maxPods is Failed OutOfpods, one asking for more C
   const extra = await createPod(node, 'extra', { containers: [container('c', 'sleep 3600')] });
   const rejected = await waitPod(extra, 'rejected', 15_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
   assert.equal(rejected.status!.reason, 'OutOfpods');
-  assert.equal(rejected.status!.message, "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3");
+  assert.equal(rejected.status!.message, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3");
   const ev = (await podEvents(extra)).find((e) => e.reason === 'OutOfpods');
   assert.equal(ev?.type, 'Warning');
   await core.deleteNamespacedPod({ name: fits[0]!.metadata!.name!, namespace: 'default' });
@@ -94,7 +94,7 @@ test('admission: a pod beyond maxPods is Failed OutOfpods, one asking for more C
   const greedy = await createPod(node, 'greedy', { containers: [container('c', 'sleep 3600', { resources: { requests: { cpu: '100' } } })] });
   const tooBig = await waitPod(greedy, 'rejected', 15_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
   assert.equal(tooBig.status!.reason, 'OutOfcpu');
-  assert.match(tooBig.status!.message!, /^Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: \d+$/);
+  assert.match(tooBig.status!.message!, /^Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: \d+$/);
   await new Promise((r) => setTimeout(r, 2000));
   for (const p of [extra, greedy]) {
     const sandboxes = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': p.metadata!.uid! } });
@@ -106,7 +106,7 @@ test('admission: a pod beyond maxPods is Failed OutOfpods, one asking for more C
   const windows = await createPod(node, 'windows', { os: { name: 'windows' }, containers: [{ name: 'c', image: 'nodelet.test/busybox:1' }] });
   const forbidden = await waitPod(sysctl, 'rejected', 15_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
   assert.equal(forbidden.status!.reason, 'SysctlForbidden');
-  assert.equal(forbidden.status!.message, 'forbidden sysctl: "kernel.msgmax" not allowlisted');
+  assert.equal(forbidden.status!.message, 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted');
   const os = await waitPod(windows, 'rejected', 15_000, (p) => (p.status?.phase === 'Failed' ? p : undefined));
   assert.equal(os.status!.reason, 'PodOSNotSupported');
   await Promise.all([...fits.slice(1), extra, greedy, sysctl, windows].map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: 'default', gracePeriodSeconds: 1 })));

@@ -42,6 +42,33 @@ export async function podGone(pod: V1Pod, timeoutMs: number): Promise<void> {
   });
 }
 
+/**
+ * Watches one pod until the API server deletes it and resolves with the object of the DELETED
+ * event: the last status the node wrote (exit codes, finish times), which outlives the
+ * containers themselves, removed from the runtime as soon as a deleted pod's worker is done.
+ */
+export async function watchDeletion(pod: V1Pod, timeoutMs: number): Promise<{ deleted: Promise<V1Pod> }> {
+  let settle!: (p: V1Pod) => void;
+  let fail!: (e: Error) => void;
+  const deleted = new Promise<V1Pod>((resolve, reject) => ((settle = resolve), (fail = reject)));
+  const abort = await new k8s.Watch(kc).watch(
+    `/api/v1/namespaces/${NS}/pods`,
+    { fieldSelector: `metadata.name=${pod.metadata!.name}` },
+    (type: string, obj: V1Pod) => {
+      if (type === 'DELETED' && obj.metadata?.uid === pod.metadata!.uid) settle(obj);
+    },
+    (err) => (err ? fail(err as Error) : undefined),
+  );
+  const timer = setTimeout(() => fail(new Error(`${pod.metadata!.name} not deleted within ${timeoutMs} ms`)), timeoutMs);
+  // Wrapped: an async function returning the promise itself would wait for the deletion.
+  return {
+    deleted: deleted.finally(() => {
+      clearTimeout(timer);
+      abort.abort();
+    }),
+  };
+}
+
 export async function podEvents(pod: V1Pod): Promise<CoreV1Event[]> {
   const list = await core.listNamespacedEvent({ namespace: NS, fieldSelector: `involvedObject.uid=${pod.metadata!.uid}` });
   return list.items;

@@ -260,7 +260,7 @@ export const drill: Drill = {
     // Slopes per minute, after the warm-up, over the churn window.
     const churnT = (churnEnd - t0) / 1000;
     const during = samples.filter((s) => s.t <= churnT);
-    const figures: Figures = { pods_per_second: Number((created / ((churnEnd - churnStart) / 1000)).toFixed(2)), pods_created: created, pods_skipped: skipped, create_errors: createErrors, delete_errors: deleteErrors, max_alive: maxAlive };
+    const figures: Figures = Object.assign(ctx.figures, { pods_per_second: Number((created / ((churnEnd - churnStart) / 1000)).toFixed(2)), pods_created: created, pods_skipped: skipped, create_errors: createErrors, delete_errors: deleteErrors, max_alive: maxAlive });
     figures.pods_started = parseProm(await ctx.agent.get('/metrics')).sum('kubelet_started_pods_total') - startedBefore;
     const lines: string[] = [];
     for (const k of Object.keys(base.values)) {

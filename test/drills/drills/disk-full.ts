@@ -12,6 +12,7 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { clusterEnv, eventually } from '../../support/cluster.js';
 import { core } from '../../support/kube.js';
 import type { Drill, DrillContext, Figures } from '../types.js';
+import { PRESSURE_TRANSITION_SECONDS } from '../node.js';
 
 const MiB = 2 ** 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -110,7 +111,7 @@ export const drill: Drill = {
     const ns = ctx.namespace;
     const root = ctx.agent.podLogRoot;
     const holdMs = ctx.reduced ? 20_000 : 60_000;
-    const figures: Figures = {};
+    const figures = ctx.figures;
     const fs0 = space(root);
     figures.fs_mib = Math.round(fs0.totalBytes / MiB);
     const before = await standing(ctx);
@@ -213,6 +214,8 @@ export const drill: Drill = {
         }, 500),
       ]);
       figures.seconds_to_no_disk_pressure = noPressure;
+      // Held for the transition period after its last observation (the status is computed every 10 s).
+      if (noPressure < PRESSURE_TRANSITION_SECONDS - 10) throw new Error(`DiskPressure False ${noPressure} s after the space returned, within the ${PRESSURE_TRANSITION_SECONDS} s transition period`);
       figures.seconds_to_logs_flowing = flowing.at;
       // Lines the canary wrote from its first to its last, against those its log has.
       const kept = new Set(flowing.nums);

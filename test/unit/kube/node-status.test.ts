@@ -55,6 +55,16 @@ test('DiskPressure also comes from the image filesystem, below imagefs.available
   assert.equal(disk({ imagefsTotalBytes: 0, imagefsAvailableBytes: 0 }).status, 'False', 'an image filesystem not read yet is no pressure');
 });
 
+test('a pressure stays True for the transition period after it was last observed (5 min by default), then clears', () => {
+  const disk = (now: number, observedAt?: number) =>
+    computeNodeStatus(input({ now, pressure: calm, pressureObservedAt: observedAt === undefined ? {} : { disk: observedAt } })).conditions!.find((c) => c.type === 'DiskPressure')!.status;
+  assert.equal(disk(1000), 'False', 'never observed');
+  assert.equal(disk(1000 + 299_999, 1000), 'True', 'within 5 min of the last observation');
+  assert.equal(disk(1000 + 300_000, 1000), 'False', 'the period over');
+  const mem = computeNodeStatus(input({ now: 10_000, pressure: calm, pressureObservedAt: { disk: 9000 } })).conditions!.find((c) => c.type === 'MemoryPressure')!;
+  assert.equal(mem.status, 'False', 'each pressure by its own record');
+});
+
 test('a status that differs only in heartbeat times is not a change', () => {
   const a = computeNodeStatus(input({ now: 1000 }));
   const b = computeNodeStatus(input({ now: 9000, previous: a }));

@@ -5,7 +5,7 @@ import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ApiEventRecorder } from '../kube/events.js';
 import { LocalPodStatusStore, LogEventRecorder } from '../kube/local.js';
 import { readHostInfo } from '../kube/host.js';
-import { capacityAndAllocatable, nodeLabels, nodeTaints } from '../kube/node-status.js';
+import { standaloneNode } from '../kube/node-status.js';
 import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
 import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
 import { startEmbeddedRuntime, type EmbeddedRuntime } from './embedded-runtime.js';
@@ -14,8 +14,8 @@ import { nodeIdentity, type NodeIdentity } from '../kube/node-identity.js';
 import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
-import { GenericPLEG } from '../pleg/generic-pleg.js';
-import { eventedPlegFor, type EventedPLEG } from '../pleg/evented-pleg.js';
+import type { GenericPLEG } from '../pleg/generic-pleg.js';
+import { newPlegs, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { statsSources } from './stats-sources.js';
@@ -201,17 +201,15 @@ export class Agent implements PodSyncer {
       endpoint = this.processRuntime.endpoint;
     }
     this.cri = new CriClient(endpoint, { observer: this.metrics.criObserver() });
-    this.pleg = new GenericPLEG({
-      runtime: this.cri,
+    ({ generic: this.pleg, evented: this.eventedPleg } = newPlegs(this.cri, {
       nodeName: opts.nodeName,
       clock: this.clock,
       logger: this.logger,
       metrics: this.metrics,
-      relistPeriodMs: opts.plegRelistPeriodMs,
+      normalPeriodMs: opts.plegRelistPeriodMs,
+      eventedPeriodMs: opts.eventedPlegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
-    });
-    const { nodeName, plegRelistPeriodMs: normalPeriodMs, eventedPlegRelistPeriodMs: eventedPeriodMs } = opts;
-    this.eventedPleg = eventedPlegFor(this.cri, { generic: this.pleg, nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics, normalPeriodMs, eventedPeriodMs, onEvent: (e) => this.workers.wake(e.uid) });
+    }));
     this.runtimeState = new RuntimeState(this.cri, this.clock);
     this.runtimeState.addHealthCheck('PLEG', () => this.pleg.healthProblem());
     this.probes = new ProbeManager({
@@ -285,7 +283,7 @@ export class Agent implements PodSyncer {
       await this.nodeController.start();
     } else {
       this.logger.info('no API server configured: running standalone', { staticPodPath: this.config.staticPodPath || undefined });
-      this.localNode = this.standaloneNode();
+      this.localNode = standaloneNode(this.config, readHostInfo(this.config.podLogRoot));
       // No API list to wait for: the static pods are every source there is.
       this.sourcesReady = true;
     }
@@ -354,12 +352,6 @@ export class Agent implements PodSyncer {
     tick();
   }
 
-  private standaloneNode(): V1Node {
-    const host = readHostInfo(this.config.podLogRoot);
-    const { capacity, allocatable } = capacityAndAllocatable(this.config, host);
-    return { metadata: { name: this.config.nodeName, labels: nodeLabels(this.config, host) }, spec: { taints: nodeTaints(this.config) }, status: { capacity, allocatable } };
-  }
-
   private health(): { ok: boolean; detail: string } {
     if (this.reflector && !this.reflector.hasSynced) return { ok: false, detail: 'pods not listed from the API server yet' };
     return { ok: true, detail: 'ok' };
@@ -378,13 +370,7 @@ export class Agent implements PodSyncer {
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
       const admitted = this.workers.activePods().map((p) => this.resizer.allocatedPod(p));
-      let verdict: ReturnType<typeof admitPodHere>;
-      try {
-        verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
-      } catch (err) {
-        // A spec admission cannot read (a static pod no API server validated) fails that pod, not the agent.
-        verdict = { admit: false, reason: 'UnexpectedAdmissionError', message: `Unexpected error while admitting the pod: ${(err as Error).message}` };
-      }
+      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;

@@ -10,7 +10,8 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { NodeNameLabel } from '../runtime/labels.js';
 import type { Clock, Timer } from '../util/clock.js';
-import type { GenericPLEG, PodLifecycleEvent } from './generic-pleg.js';
+import { GenericPLEG, type PlegOptions, type PodLifecycleEvent } from './generic-pleg.js';
+import type { RuntimeService } from '../cri/services.js';
 
 /** The relist while events flow, and how stale it may be (the kubelet's evented values: 300 s, 10 min). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
@@ -143,8 +144,15 @@ export class EventedPLEG {
   }
 }
 
-/** The evented PLEG for a runtime client that can stream events, unless turned off (period 0). */
-export function eventedPlegFor(runtime: object, opts: Omit<EventedPlegOptions, 'source'>): EventedPLEG | undefined {
-  if (opts.eventedPeriodMs === 0 || !offersContainerEvents(runtime)) return undefined;
-  return new EventedPLEG({ ...opts, source: runtime });
+/**
+ * The node's PLEGs: the generic relist always, and the evented one beside it for a runtime client
+ * that can stream events, unless turned off (evented period 0).
+ */
+export function newPlegs(
+  runtime: RuntimeService & object,
+  opts: Omit<PlegOptions, 'runtime' | 'relistPeriodMs'> & { normalPeriodMs: number; eventedPeriodMs?: number },
+): { generic: GenericPLEG; evented?: EventedPLEG } {
+  const generic = new GenericPLEG({ ...opts, runtime, relistPeriodMs: opts.normalPeriodMs });
+  if (opts.eventedPeriodMs === 0 || !offersContainerEvents(runtime)) return { generic };
+  return { generic, evented: new EventedPLEG({ ...opts, generic, source: runtime }) };
 }

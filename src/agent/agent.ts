@@ -49,6 +49,7 @@ import { StatusManager } from '../status/status-manager.js';
 import { ImageGCManager, nodeObjectRef } from '../images/image-gc-manager.js';
 import { CountingClock, realClock, type Clock, type Timer } from '../util/clock.js';
 import { internalSizes } from './sizes.js';
+import { StartTrace } from './start-trace.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
 
@@ -90,7 +91,7 @@ export class Agent implements PodSyncer {
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
-  private readonly firstSeen = new Map<string, number>();
+  private readonly startTrace: StartTrace;
   private readonly loops: Array<{ timer?: Timer }> = [];
   private stopping = false;
   private housekeepingRunning = false;
@@ -112,6 +113,7 @@ export class Agent implements PodSyncer {
     const opts = config;
     // Counted, so that /metrics shows whether timers pile up.
     this.clock = new CountingClock(deps.clock ?? realClock);
+    this.startTrace = new StartTrace(this.clock, this.metrics);
     this.logger = deps.logger;
     this.sysctls = new SysctlAllowlist(config.allowedUnsafeSysctls);
     this.identity = nodeIdentity(config, { logger: this.logger, clock: this.clock });
@@ -135,7 +137,11 @@ export class Agent implements PodSyncer {
     this.statusManager = new StatusManager(
       {
         listPods: (sel, rv) => (kube ? kube.listPods(sel, rv) : local.listPods()),
-        patchPodStatus: (ns, name, uid, st) => (isLocal(uid) ? toMirror(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st)),
+        patchPodStatus: async (ns, name, uid, st) => {
+          const patched = await (isLocal(uid) ? toMirror(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st));
+          this.startTrace.statusSent(uid, st);
+          return patched;
+        },
         deletePod: (ns, name, uid) => (isLocal(uid) ? local.deletePod(ns, name, uid) : kube!.deletePod(ns, name, uid)),
       },
       this.clock,
@@ -168,7 +174,7 @@ export class Agent implements PodSyncer {
       resyncPeriodMs: opts.informerResyncMs,
       handler: {
         onAdd: (pod) => {
-          if (!this.firstSeen.has(pod.metadata?.uid ?? '')) this.firstSeen.set(pod.metadata?.uid ?? '', this.clock.now());
+          this.startTrace.seen(pod.metadata?.uid ?? '');
           this.handlePod(pod, 'create');
         },
         onUpdate: onPod('update'),
@@ -302,7 +308,7 @@ export class Agent implements PodSyncer {
         reflector: this.reflector,
         services: this.services,
         logRotation: this.logRotation,
-        agentMaps: { last_sync: this.lastSync, first_seen: this.firstSeen, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
+        agentMaps: { last_sync: this.lastSync, start_trace: this.startTrace, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
       });
     this.pleg.start();
     this.eventedPleg?.start();
@@ -428,6 +434,7 @@ export class Agent implements PodSyncer {
 
   async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {
     const uid = pod.metadata?.uid ?? '';
+    this.startTrace.syncBegan(uid);
     // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
     const deadline = this.activeDeadline(pod);
@@ -481,7 +488,7 @@ export class Agent implements PodSyncer {
     this.resizer.afterSync(pod, after, result);
     const status = this.podStatus(pod, after);
     this.statusManager.setPodStatus(pod, status);
-    this.observeStart(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
+    this.startTrace.synced(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return { terminal: true };
 
     const failed = result.results.filter((r) => r.failed);
@@ -535,7 +542,7 @@ export class Agent implements PodSyncer {
     else await this.volumes.manager.unmountPod(uid);
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
-      this.firstSeen.delete(uid);
+      this.startTrace.forget(uid);
     }
     if (removedFromApi) {
       this.statusManager.forget(uid);
@@ -560,13 +567,6 @@ export class Agent implements PodSyncer {
     }
     this.statusManager.forget(uid);
     await removeDeletedPod(this.deps, { uid, fields: podFields(pod) });
-  }
-
-  private observeStart(uid: string, allRunning: boolean): void {
-    const seen = this.firstSeen.get(uid);
-    if (seen === undefined || !allRunning) return;
-    this.metrics.podStartDuration.observe((this.clock.now() - seen) / 1000);
-    this.firstSeen.delete(uid);
   }
 
   /** Kills what runs in the runtime for pods no worker has (the kubelet's HandlePodCleanups). */

@@ -16,6 +16,9 @@ import { clusterEnv, projectRoot } from '../test/support/cluster.js';
 import { processRuntime, processRuntimeAgentConfig, resetProcessRuntime } from '../test/support/runtimes.js';
 import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../test/support/kubelet.js';
 import { summarize, type Summary } from './stats.js';
+import { benchSvg } from './svg.js';
+import { parseScrape, startPath, type Scrape, type StartPath } from './start-path.js';
+import { containerdNode, footprintBetween, processRuntimeNode, readProcesses, type NodeFootprint, type ProcSample, type Part } from './footprint.js';
 
 const env = clusterEnv();
 const reduced = process.env.BENCH_REDUCED === '1';
@@ -190,13 +193,23 @@ interface Measured {
   delete_burst100_s: number;
   /** At rest with pods whose probes run (an exec liveness and an http readiness probe each, every 10 s). */
   probed: { pods: number; ok: boolean; cpu_s_per_min_rest: number; rss_mb_rest: number };
+  /** The agent, its runtime and the runtime's per-pod processes, over the same rest window (bench/footprint.ts). */
+  node_footprint: NodeFootprint;
+  /** Where a single start's time went, on average (nodelet only: from its own metrics). */
+  start_path: StartPath | null;
+  /** The latencies themselves (ms), for the picture. */
+  samples: { start_single: number[]; start_burst100: number[] };
 }
 
-interface AgentResult extends Measured {
+interface AgentResult extends Omit<Measured, 'samples'> {
   cri_floor: Summary;
   cri_floor_burst100: Summary;
   overhead_ms_p50: number;
+  samples: Measured['samples'] & { cri_floor: number[]; cri_floor_burst100: number[] };
 }
+
+/** Which processes make a node under one agent, told apart by part. */
+type NodeProcesses = (p: ProcSample, all: Map<number, ProcSample>) => Part | undefined;
 
 interface Plan {
   single: number;
@@ -215,13 +228,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * The same measurement for every agent: pods bound to `node`, Ready and deletion seen through one
  * watch, the agent's RSS and CPU from /proc/`pid`, API requests from the API server's counter.
  */
-async function measureAgent(node: string, pid: number, plan: Plan): Promise<Measured> {
+/** nodelet's own /metrics (its read-only port), for the start path; the kubelet's column has none. */
+async function scrape(url: string | undefined): Promise<Scrape | undefined> {
+  return url ? parseScrape(await (await fetch(url)).text()) : undefined;
+}
+
+async function measureAgent(node: string, pid: number, plan: Plan, nodeProcesses: NodeProcesses, metricsUrl?: string): Promise<Measured> {
   const w = new PodWatch();
   await w.start(node);
   try {
     // One pod at a time (the first warms up connections and is not counted).
     const single: number[] = [];
+    let pathBefore: Scrape | undefined;
     for (let i = 0; i <= plan.single; i++) {
+      if (i === 1) pathBefore = await scrape(metricsUrl);
       const started = await createMany(node, 'single', 1);
       const [name, t0] = [...started][0]!;
       if (!(await w.until(`${name} Ready`, () => w.readyAt.has(name), 60_000))) throw new Error(`${node}: pod ${name} not Ready after 60 s`);
@@ -229,6 +249,10 @@ async function measureAgent(node: string, pid: number, plan: Plan): Promise<Meas
       await core.deleteNamespacedPod({ name, namespace: 'default' });
       await w.until(`${name} deleted`, () => w.deletedAt.has(name), 60_000);
     }
+
+    const pathAfter = await scrape(metricsUrl);
+    const meanSingle = single.reduce((a, b) => a + b, 0) / single.length;
+    const path = pathBefore && pathAfter ? startPath(pathBefore, pathAfter, single.length, meanSingle) : undefined;
 
     // A burst, all created at once.
     const apiBefore = await apiRequestTotal();
@@ -244,6 +268,7 @@ async function measureAgent(node: string, pid: number, plan: Plan): Promise<Meas
     const density: Record<string, Density> = {};
     let rssRest = 0;
     let cpuRestPerMin = 0;
+    let footprint: NodeFootprint | undefined;
     for (const [nominal, n] of plan.density) {
       const group = `density${nominal}`;
       const t0 = performance.now();
@@ -257,8 +282,10 @@ async function measureAgent(node: string, pid: number, plan: Plan): Promise<Meas
         // under-counts it by chance.
         await sleep(plan.restMs);
         const a = procStat(pid);
+        const nodeBefore = readProcesses();
         await sleep(REST_WINDOW_MS);
         const b = procStat(pid);
+        footprint = footprintBetween(nodeBefore, readProcesses(), REST_WINDOW_MS, nodeProcesses);
         rssRest = b.rssMB;
         cpuRestPerMin = ((b.cpuSeconds - a.cpuSeconds) * 60_000) / REST_WINDOW_MS;
       }
@@ -285,6 +312,9 @@ async function measureAgent(node: string, pid: number, plan: Plan): Promise<Meas
       api_requests_per_pod: round(apiPerPod),
       delete_burst100_s: round(deleteBurst),
       probed,
+      node_footprint: footprint!,
+      start_path: path ?? null,
+      samples: { start_single: single.map(round), start_burst100: burstLatency.map(round) },
     };
   } finally {
     w.stop();
@@ -302,12 +332,18 @@ async function stopNodelet(agent: RunningAgent): Promise<void> {
   await deleteNodeObjects(core, agent.nodeName);
 }
 
+/** A node on the test cluster's containerd (its PID from cluster-up's pid file), under the agent `agentPid`. */
+function containerdNodeOf(agentPid: number): NodeProcesses {
+  const containerdPid = Number(readFileSync(join(env.clusterDir, 'containerd.pid'), 'utf8').trim());
+  return containerdNode(agentPid, containerdPid, env.runtimeEndpoint.replace(/^unix:\/\//, ''));
+}
+
 /** nodelet on the cluster's containerd. */
 async function measureNodelet(plan: Plan): Promise<Measured> {
   const node = uniqueNodeName('bench-nodelet');
   const agent = await startAgent(node, ['--log-level', 'info', '--max-pods', String(MAX_PODS)]);
   try {
-    return await measureAgent(node, agent.process.pid!, plan);
+    return await measureAgent(node, agent.process.pid!, plan, containerdNodeOf(agent.process.pid!), `http://127.0.0.1:${agent.localPort}/metrics`);
   } finally {
     await stopNodelet(agent);
     // Sandboxes of deleted pods that the agent had not collected yet.
@@ -331,7 +367,7 @@ async function measureKubelet(plan: Plan): Promise<{ measured: Measured; version
   await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n?.startsWith('bench-') ?? false);
   const kubelet = await timed('the kubelet: start until its node is Ready', () => startKubelet(core, { node: KUBELET_NODE, maxPods: MAX_PODS }));
   try {
-    return { measured: await measureAgent(kubelet.node, kubelet.pid, plan), version: kubelet.version };
+    return { measured: await measureAgent(kubelet.node, kubelet.pid, plan, containerdNodeOf(kubelet.pid)), version: kubelet.version };
   } finally {
     await timed('the kubelet: stop and clean up', () => kubelet.stop());
   }
@@ -343,7 +379,7 @@ async function measureNodeletProcess(plan: Plan): Promise<Measured> {
   const { config, root } = processRuntimeAgentConfig(join(env.clusterDir, 'bench', 'process'), 'bench-process.sock');
   const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--max-pods', String(MAX_PODS)]);
   try {
-    return await measureAgent(node, agent.process.pid!, plan);
+    return await measureAgent(node, agent.process.pid!, plan, processRuntimeNode(agent.process.pid!), `http://127.0.0.1:${agent.localPort}/metrics`);
   } finally {
     await stopNodelet(agent);
     resetProcessRuntime(root);
@@ -401,12 +437,12 @@ type AgentKey = 'nodelet' | 'kubelet' | 'nodelet_process';
 const AGENT_KEYS: AgentKey[] = ['nodelet', 'kubelet', 'nodelet_process'];
 
 interface Floor {
-  single: Summary;
-  burst: Summary;
+  single: number[];
+  burst: number[];
 }
 
 async function floorOn(endpoint: string, plan: Plan): Promise<Floor> {
-  return { single: summarize(await criFloor(endpoint, 1, plan.single)), burst: summarize(await criFloor(endpoint, plan.burst, plan.burst)) };
+  return { single: await criFloor(endpoint, 1, plan.single), burst: await criFloor(endpoint, plan.burst, plan.burst) };
 }
 
 /** The floor of the process runtime: the same sequences on a `nodelet runtime serve` of its own (no agent in that process). */
@@ -421,7 +457,14 @@ async function processFloor(plan: Plan): Promise<Floor> {
 }
 
 function withFloor(m: Measured, f: Floor): AgentResult {
-  return { ...m, cri_floor: f.single, cri_floor_burst100: f.burst, overhead_ms_p50: Math.round((m.start_single.p50 - f.single.p50) * 10) / 10 };
+  const [single, burst] = [summarize(f.single), summarize(f.burst)];
+  return {
+    ...m,
+    cri_floor: single,
+    cri_floor_burst100: burst,
+    overhead_ms_p50: Math.round((m.start_single.p50 - single.p50) * 10) / 10,
+    samples: { ...m.samples, cri_floor: f.single.map(round), cri_floor_burst100: f.burst.map(round) },
+  };
 }
 
 async function timed<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -499,6 +542,9 @@ async function main(): Promise<void> {
       rss_mb_rest110_nodelet_over_kubelet: ratio(n?.rss_mb_rest110, k?.rss_mb_rest110),
       cpu_probed_nodelet_over_kubelet: ratio(n?.probed.cpu_s_per_min_rest, k?.probed.cpu_s_per_min_rest),
       api_requests_per_pod_nodelet_over_kubelet: ratio(n?.api_requests_per_pod, k?.api_requests_per_pod),
+      node_rss_mb_nodelet_over_kubelet: ratio(n?.node_footprint.rss_mb, k?.node_footprint.rss_mb),
+      node_rss_mb_nodelet_process_over_kubelet: ratio(p?.node_footprint.rss_mb, k?.node_footprint.rss_mb),
+      node_cpu_nodelet_process_over_kubelet: ratio(p?.node_footprint.cpu_s_per_min, k?.node_footprint.cpu_s_per_min),
     },
   };
   result.duration_s = Math.round((performance.now() - t0) / 1000);
@@ -516,12 +562,24 @@ async function main(): Promise<void> {
     for (const [size, d] of Object.entries(a.density)) console.log(`  density ${size}: ${d.pods} pods all Ready in ${d.all_ready_s} s (${d.ok ? 'all Ready' : 'NOT all Ready'})`);
     console.log(`  deletion of the burst: ${a.delete_burst100_s} s; API requests per pod started: ${a.api_requests_per_pod}`);
     console.log(`  RSS max ${a.rss_mb_max} MB, at rest with the first density's pods ${a.rss_mb_rest110} MB; CPU ${a.cpu_s_burst} s in the burst, ${a.cpu_s_per_min_rest110} s/min at rest`);
+    const fp = a.node_footprint;
+    const part = (name: string, x: { processes: number; rss_mb: number; pss_mb: number; cpu_s_per_min: number } | undefined) => (x ? `${name} ${x.processes}: ${x.rss_mb} MB RSS (${x.pss_mb} PSS), ${x.cpu_s_per_min} s/min` : '');
+    console.log(`  whole node at rest with the first density's pods: ${fp.rss_mb} MB RSS (${fp.pss_mb} MB PSS), ${fp.cpu_s_per_min} s/min CPU; ${[part('agent', fp.parts.agent), part('runtime', fp.parts.runtime), part('per-pod', fp.parts.per_pod)].filter(Boolean).join('; ')}`);
+    const sp = a.start_path;
+    if (sp) {
+      const calls = Object.entries(sp.cri_ms).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ');
+      console.log(`  start path, mean ms per start: API and watches ${sp.api_and_watch_ms}, queue ${sp.queue_ms}, sync ${sp.sync_ms} (CRI: ${calls}; the rest ${sp.sync_other_ms}), status ${sp.status_ms}`);
+    }
     console.log(`  probed: ${a.probed.pods} pods with an exec liveness and an http readiness probe every 10 s${a.probed.ok ? '' : ' (NOT all Ready)'}: ${a.probed.cpu_s_per_min_rest} s/min CPU at rest, RSS ${a.probed.rss_mb_rest} MB`);
   }
   console.log(`ratios: ${JSON.stringify(result.ratios)}`);
   const out = process.env.BENCH_OUT ?? join(projectRoot, 'bench/results/latest.json');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+  // The picture beside it (bench/README.md shows bench/results/latest.svg).
+  const svg = out.replace(/\.json$/, '') + '.svg';
+  writeFileSync(svg, benchSvg(result));
+  console.error(`bench: wrote ${out} and ${svg}`);
   console.log(JSON.stringify(result));
 }
 

@@ -5,7 +5,7 @@ import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ApiEventRecorder } from '../kube/events.js';
 import { LocalPodStatusStore, LogEventRecorder } from '../kube/local.js';
 import { readHostInfo } from '../kube/host.js';
-import { capacityAndAllocatable, nodeLabels, nodeTaints } from '../kube/node-status.js';
+import { standaloneNode } from '../kube/node-status.js';
 import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
 import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
 import { startEmbeddedRuntime, type EmbeddedRuntime } from './embedded-runtime.js';
@@ -14,7 +14,8 @@ import { nodeIdentity, type NodeIdentity } from '../kube/node-identity.js';
 import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { Metrics } from '../observability/metrics.js';
-import { GenericPLEG } from '../pleg/generic-pleg.js';
+import type { GenericPLEG } from '../pleg/generic-pleg.js';
+import { newPlegs, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { statsSources } from './stats-sources.js';
@@ -48,6 +49,7 @@ import { StatusManager } from '../status/status-manager.js';
 import { ImageGCManager, nodeObjectRef } from '../images/image-gc-manager.js';
 import { CountingClock, realClock, type Clock, type Timer } from '../util/clock.js';
 import { internalSizes } from './sizes.js';
+import { StartTrace } from './start-trace.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
 
@@ -75,6 +77,8 @@ export class Agent implements PodSyncer {
   private readonly reflector?: PodReflector;
   private readonly staticPods?: StaticPodSource;
   private pleg!: GenericPLEG;
+  /** Container events from the runtime, where it streams them (the relist then a safety net). */
+  private eventedPleg?: EventedPLEG;
   private runtimeState!: RuntimeState;
   private processRuntime?: EmbeddedRuntime;
   private mirrors?: MirrorPodManager;
@@ -87,7 +91,7 @@ export class Agent implements PodSyncer {
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
-  private readonly firstSeen = new Map<string, number>();
+  private readonly startTrace: StartTrace;
   private readonly loops: Array<{ timer?: Timer }> = [];
   private stopping = false;
   private housekeepingRunning = false;
@@ -109,6 +113,7 @@ export class Agent implements PodSyncer {
     const opts = config;
     // Counted, so that /metrics shows whether timers pile up.
     this.clock = new CountingClock(deps.clock ?? realClock);
+    this.startTrace = new StartTrace(this.clock, this.metrics);
     this.logger = deps.logger;
     this.sysctls = new SysctlAllowlist(config.allowedUnsafeSysctls);
     this.identity = nodeIdentity(config, { logger: this.logger, clock: this.clock });
@@ -132,7 +137,11 @@ export class Agent implements PodSyncer {
     this.statusManager = new StatusManager(
       {
         listPods: (sel, rv) => (kube ? kube.listPods(sel, rv) : local.listPods()),
-        patchPodStatus: (ns, name, uid, st) => (isLocal(uid) ? toMirror(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st)),
+        patchPodStatus: async (ns, name, uid, st) => {
+          const patched = await (isLocal(uid) ? toMirror(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st));
+          this.startTrace.statusSent(uid, st);
+          return patched;
+        },
         deletePod: (ns, name, uid) => (isLocal(uid) ? local.deletePod(ns, name, uid) : kube!.deletePod(ns, name, uid)),
       },
       this.clock,
@@ -165,7 +174,7 @@ export class Agent implements PodSyncer {
       resyncPeriodMs: opts.informerResyncMs,
       handler: {
         onAdd: (pod) => {
-          if (!this.firstSeen.has(pod.metadata?.uid ?? '')) this.firstSeen.set(pod.metadata?.uid ?? '', this.clock.now());
+          this.startTrace.seen(pod.metadata?.uid ?? '');
           this.handlePod(pod, 'create');
         },
         onUpdate: onPod('update'),
@@ -198,15 +207,15 @@ export class Agent implements PodSyncer {
       endpoint = this.processRuntime.endpoint;
     }
     this.cri = new CriClient(endpoint, { observer: this.metrics.criObserver() });
-    this.pleg = new GenericPLEG({
-      runtime: this.cri,
+    ({ generic: this.pleg, evented: this.eventedPleg } = newPlegs(this.cri, {
       nodeName: opts.nodeName,
       clock: this.clock,
       logger: this.logger,
       metrics: this.metrics,
-      relistPeriodMs: opts.plegRelistPeriodMs,
+      normalPeriodMs: opts.plegRelistPeriodMs,
+      eventedPeriodMs: opts.eventedPlegRelistPeriodMs,
       onEvent: (e) => this.workers.wake(e.uid),
-    });
+    }));
     this.runtimeState = new RuntimeState(this.cri, this.clock);
     this.runtimeState.addHealthCheck('PLEG', () => this.pleg.healthProblem());
     this.probes = new ProbeManager({
@@ -280,7 +289,7 @@ export class Agent implements PodSyncer {
       await this.nodeController.start();
     } else {
       this.logger.info('no API server configured: running standalone', { staticPodPath: this.config.staticPodPath || undefined });
-      this.localNode = this.standaloneNode();
+      this.localNode = standaloneNode(this.config, readHostInfo(this.config.podLogRoot));
       // No API list to wait for: the static pods are every source there is.
       this.sourcesReady = true;
     }
@@ -299,9 +308,10 @@ export class Agent implements PodSyncer {
         reflector: this.reflector,
         services: this.services,
         logRotation: this.logRotation,
-        agentMaps: { last_sync: this.lastSync, first_seen: this.firstSeen, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
+        agentMaps: { last_sync: this.lastSync, start_trace: this.startTrace, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
       });
     this.pleg.start();
+    this.eventedPleg?.start();
     this.imageGC.start();
     this.reflector?.start();
     this.staticPods?.start();
@@ -320,6 +330,7 @@ export class Agent implements PodSyncer {
     for (const l of this.loops) l.timer?.cancel();
     this.staticPods?.stop();
     await this.reflector?.stop();
+    this.eventedPleg?.stop();
     await this.pleg?.stop();
     await this.workers.stop();
     this.probes?.cleanupPods(() => false);
@@ -347,12 +358,6 @@ export class Agent implements PodSyncer {
     tick();
   }
 
-  private standaloneNode(): V1Node {
-    const host = readHostInfo(this.config.podLogRoot);
-    const { capacity, allocatable } = capacityAndAllocatable(this.config, host);
-    return { metadata: { name: this.config.nodeName, labels: nodeLabels(this.config, host) }, spec: { taints: nodeTaints(this.config) }, status: { capacity, allocatable } };
-  }
-
   private health(): { ok: boolean; detail: string } {
     if (this.reflector && !this.reflector.hasSynced) return { ok: false, detail: 'pods not listed from the API server yet' };
     return { ok: true, detail: 'ok' };
@@ -371,13 +376,7 @@ export class Agent implements PodSyncer {
     if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
       const node = this.nodeController?.nodeObject ?? this.localNode;
       const admitted = this.workers.activePods().map((p) => this.resizer.allocatedPod(p));
-      let verdict: ReturnType<typeof admitPodHere>;
-      try {
-        verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
-      } catch (err) {
-        // A spec admission cannot read (a static pod no API server validated) fails that pod, not the agent.
-        verdict = { admit: false, reason: 'UnexpectedAdmissionError', message: `Unexpected error while admitting the pod: ${(err as Error).message}` };
-      }
+      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
       if (!verdict.admit) {
         this.reject(pod, verdict.reason, verdict.message);
         return;
@@ -435,6 +434,7 @@ export class Agent implements PodSyncer {
 
   async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {
     const uid = pod.metadata?.uid ?? '';
+    this.startTrace.syncBegan(uid);
     // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
     const deadline = this.activeDeadline(pod);
@@ -488,7 +488,7 @@ export class Agent implements PodSyncer {
     this.resizer.afterSync(pod, after, result);
     const status = this.podStatus(pod, after);
     this.statusManager.setPodStatus(pod, status);
-    this.observeStart(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
+    this.startTrace.synced(uid, status.containerStatuses?.every((c) => c.state?.running) ?? false);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return { terminal: true };
 
     const failed = result.results.filter((r) => r.failed);
@@ -542,7 +542,7 @@ export class Agent implements PodSyncer {
     else await this.volumes.manager.unmountPod(uid);
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
-      this.firstSeen.delete(uid);
+      this.startTrace.forget(uid);
     }
     if (removedFromApi) {
       this.statusManager.forget(uid);
@@ -567,13 +567,6 @@ export class Agent implements PodSyncer {
     }
     this.statusManager.forget(uid);
     await removeDeletedPod(this.deps, { uid, fields: podFields(pod) });
-  }
-
-  private observeStart(uid: string, allRunning: boolean): void {
-    const seen = this.firstSeen.get(uid);
-    if (seen === undefined || !allRunning) return;
-    this.metrics.podStartDuration.observe((this.clock.now() - seen) / 1000);
-    this.firstSeen.delete(uid);
   }
 
   /** Kills what runs in the runtime for pods no worker has (the kubelet's HandlePodCleanups). */

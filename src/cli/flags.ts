@@ -39,6 +39,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'resync-interval': ['syncFrequency', 'duration', 'pod resync period (default 1m)'],
   'informer-resync': ['informerResync', 'duration', 'pod source resync period (default 1m)'],
   'pleg-relist': ['plegRelistPeriod', 'duration', 'PLEG relist period (default 1s)'],
+  'evented-pleg-relist': ['eventedPlegRelistPeriod', 'duration', "PLEG relist period while the runtime streams container events (default 5m; 0: do not use them)"],
   'max-concurrent-syncs': ['maxConcurrentSyncs', 'int', 'syncs running at once (default 16)'],
   'max-pods': ['maxPods', 'int', 'pods admitted on the node (default 110)'],
   'cpu-cfs-quota': ['cpuCFSQuota', 'bool', 'enforce CPU limits with CFS quota (default true)'],

@@ -99,6 +99,8 @@ export interface NodeletConfig {
   syncFrequencyMs: number;
   informerResyncMs: number;
   plegRelistPeriodMs: number;
+  /** The relist's period while the runtime streams container events (0: events not used, relist only). */
+  eventedPlegRelistPeriodMs: number;
   maxConcurrentSyncs: number;
   crashLoopBackOff: BackoffConfig;
   /** A failed sync is retried after this, plus up to half again (the kubelet's 10 s). */
@@ -180,6 +182,7 @@ export function defaultConfig(): NodeletConfig {
     syncFrequencyMs: 60_000,
     informerResyncMs: 60_000,
     plegRelistPeriodMs: 1000,
+    eventedPlegRelistPeriodMs: 300_000,
     maxConcurrentSyncs: 16,
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
     podWorkerBackOffPeriodMs: 10_000,
@@ -299,6 +302,7 @@ const fields: Record<string, FieldSpec> = {
   syncFrequency: { kind: 'duration', prop: 'syncFrequencyMs', min: 1000 },
   informerResync: { kind: 'duration', prop: 'informerResyncMs', min: 0 },
   plegRelistPeriod: { kind: 'duration', prop: 'plegRelistPeriodMs', min: 100 },
+  eventedPlegRelistPeriod: { kind: 'duration', prop: 'eventedPlegRelistPeriodMs', min: 0 },
   maxConcurrentSyncs: { kind: 'int', min: 1, max: 1000 },
   crashLoopBackOff: { kind: 'backoff' },
   podWorkerBackOffPeriod: { kind: 'duration', prop: 'podWorkerBackOffPeriodMs', min: 100 },

@@ -4,13 +4,14 @@ import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 import type { ProtoGrpcType } from '../../proto/gen/api.js';
 import { fromGrpcError, VersionNotSupportedError } from './errors.js';
-import type { ImageService, RuntimeService } from './services.js';
+import type { ContainerEventHandlers, ContainerEventSource, ImageService, RuntimeService } from './services.js';
 import type {
   AuthConfig,
   Container,
   ContainerStats,
   ContainerStatsFilter,
   ContainerConfig,
+  ContainerEventResponse,
   ContainerFilter,
   ContainerStatusResponse,
   ExecSyncResponse,
@@ -70,7 +71,7 @@ export function normalizeEndpoint(endpoint: string): string {
 type Unary = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => grpc.ClientUnaryCall;
 
 /** The gRPC client for both CRI services on one endpoint. */
-export class CriClient implements RuntimeService, ImageService {
+export class CriClient implements RuntimeService, ImageService, ContainerEventSource {
   readonly endpoint: string;
   private readonly runtime: grpc.Client;
   private readonly images: grpc.Client;
@@ -213,6 +214,35 @@ export class CriClient implements RuntimeService, ImageService {
   async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
     const res = await this.rt<{ stats: ContainerStats[] }>('ListContainerStats', { filter: filter ?? null }, this.statusTimeoutMs);
     return res.stats;
+  }
+
+  /**
+   * CRI GetContainerEvents: a stream with no deadline, open until cancelled or broken. The runtime's
+   * first headers say it is open; an error (Unimplemented where the runtime lacks it) ends it.
+   */
+  watchContainerEvents(handlers: ContainerEventHandlers): { cancel(): void } {
+    const fn = (this.runtime as unknown as Record<string, (req: object, meta: grpc.Metadata) => grpc.ClientReadableStream<ContainerEventResponse>>).GetContainerEvents;
+    let done = false;
+    const finish = (err: Error) => {
+      if (done) return;
+      done = true;
+      handlers.onEnd(err);
+    };
+    const stream = fn.call(this.runtime, {}, new grpc.Metadata());
+    stream.on('metadata', () => {
+      if (!done) handlers.onOpen();
+    });
+    stream.on('data', (e: ContainerEventResponse) => {
+      if (!done) handlers.onEvent(e);
+    });
+    stream.on('error', (err) => finish(fromGrpcError(err, 'GetContainerEvents', this.endpoint, 0)));
+    stream.on('end', () => finish(new Error(`GetContainerEvents on ${this.endpoint}: the runtime ended the stream`)));
+    return {
+      cancel: () => {
+        done = true;
+        stream.cancel();
+      },
+    };
   }
 
   /** The URL of the runtime's streaming server where this exec is served. */

@@ -4,6 +4,7 @@ import type {
   AuthConfig,
   Container,
   ContainerConfig,
+  ContainerEventResponse,
   ContainerFilter,
   ContainerStatusResponse,
   ExecSyncResponse,
@@ -57,4 +58,25 @@ export interface ImageService {
   pullImage(image: ImageSpec, auth?: AuthConfig, sandboxConfig?: PodSandboxConfig): Promise<string>;
   removeImage(image: ImageSpec): Promise<void>;
   imageFsInfo(): Promise<ImageFsInfoResponse>;
+}
+
+/** What a runtime's container event stream tells whoever watches it. */
+export interface ContainerEventHandlers {
+  /** The runtime accepted the stream: events flow from now on. */
+  onOpen(): void;
+  onEvent(e: ContainerEventResponse): void;
+  /** The stream ended, with why (an Unimplemented CriError where the runtime has no events). Not called after cancel. */
+  onEnd(err: Error): void;
+}
+
+/**
+ * CRI's GetContainerEvents, an optional capability: a runtime may lack it (containerd 1.6 answers
+ * Unimplemented), and its users keep relisting then.
+ */
+export interface ContainerEventSource {
+  watchContainerEvents(handlers: ContainerEventHandlers): { cancel(): void };
+}
+
+export function offersContainerEvents(r: object): r is ContainerEventSource {
+  return typeof (r as Partial<ContainerEventSource>).watchContainerEvents === 'function';
 }

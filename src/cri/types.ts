@@ -39,6 +39,7 @@ export const SandboxStates = {
   ready: 'SANDBOX_READY',
   notReady: 'SANDBOX_NOTREADY',
 } as const;
+export type { ContainerEventResponse__Output as ContainerEventResponse } from '../../proto/gen/runtime/v1/ContainerEventResponse.js';
 export type { ContainerStats } from '../../proto/gen/runtime/v1/ContainerStats.js';
 export type { ContainerStatsFilter } from '../../proto/gen/runtime/v1/ContainerStatsFilter.js';
 export type { PodSandboxStats } from '../../proto/gen/runtime/v1/PodSandboxStats.js';

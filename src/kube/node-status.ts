@@ -169,3 +169,9 @@ export function nodeStatusChanged(a: V1NodeStatus | undefined, b: V1NodeStatus):
     JSON.stringify({ ...s, conditions: (s.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })).sort((x, y) => x.type.localeCompare(y.type)) });
   return strip(a) !== strip(b);
 }
+
+/** The node a standalone agent admits its static pods against: no API object, the same capacity and labels. */
+export function standaloneNode(config: NodeletConfig, host: HostInfo): V1Node {
+  const { capacity, allocatable } = capacityAndAllocatable(config, host);
+  return { metadata: { name: config.nodeName, labels: nodeLabels(config, host) }, spec: { taints: nodeTaints(config) }, status: { capacity, allocatable } };
+}

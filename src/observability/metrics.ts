@@ -58,9 +58,32 @@ export class Metrics {
     buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60],
     registers: [this.registry],
   });
+  readonly podStartSteps = new Histogram({
+    name: 'nodelet_pod_start_steps_seconds',
+    help: 'A pod\'s first start by step: queue (seen to its first sync), sync (to all containers running), status (to the Ready status acknowledged)',
+    labelNames: ['step'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
   readonly plegRelistDuration = new Histogram({
     name: 'kubelet_pleg_relist_duration_seconds',
     help: 'Duration of one PLEG relist',
+    buckets: latencyBuckets,
+    registers: [this.registry],
+  });
+  readonly eventedPlegConnections = new Counter({
+    name: 'kubelet_evented_pleg_connection_success_count',
+    help: "Times the runtime's container event stream was opened",
+    registers: [this.registry],
+  });
+  readonly eventedPlegConnectionErrors = new Counter({
+    name: 'kubelet_evented_pleg_connection_error_count',
+    help: "Times the runtime's container event stream failed or was refused",
+    registers: [this.registry],
+  });
+  readonly eventedPlegLatency = new Histogram({
+    name: 'kubelet_evented_pleg_connection_latency_seconds',
+    help: 'From a container event in the runtime to the agent receiving it',
     buckets: latencyBuckets,
     registers: [this.registry],
   });

@@ -65,14 +65,69 @@ export class GenericPLEG {
   private running = false;
   private lastRelistAt = 0;
   private relisting?: Promise<void>;
+  private periodMs: number;
+  private thresholdMs = RELIST_THRESHOLD_MS;
+  private inFlight = false;
+  /** A relist was asked for while one was in flight: another follows it at once. */
+  private again = false;
 
-  constructor(private readonly opts: PlegOptions) {}
+  constructor(private readonly opts: PlegOptions) {
+    this.periodMs = opts.relistPeriodMs ?? 1000;
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     // A relist made before the start (the agent makes one for the node's first status) counts.
-    this.schedule(this.lastRelistAt > 0 ? (this.opts.relistPeriodMs ?? 1000) : 0);
+    this.schedule(this.lastRelistAt > 0 ? this.periodMs : 0);
+  }
+
+  /**
+   * Changes how often the runtime is relisted, and how stale a relist may be before the PLEG is
+   * unhealthy (the evented PLEG relists rarely while the runtime's events flow, and often when they
+   * stop). The next relist is due a period after the last.
+   */
+  setRelistPeriod(periodMs: number, thresholdMs: number): void {
+    if (periodMs === this.periodMs && thresholdMs === this.thresholdMs) return;
+    this.periodMs = periodMs;
+    this.thresholdMs = thresholdMs;
+    if (!this.running || this.inFlight) return; // the relist in flight schedules the next
+    this.timer?.cancel();
+    this.schedule(Math.max(0, this.lastRelistAt + periodMs - this.opts.clock.now()));
+  }
+
+  /** A relist as soon as possible (what changed while nobody announced it is seen). */
+  relistSoon(): void {
+    if (!this.running) return;
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    this.timer?.cancel();
+    this.schedule(0);
+  }
+
+  get relistPeriodMs(): number {
+    return this.periodMs;
+  }
+
+  /**
+   * A change the runtime announced (a container event): recorded as the next relist would record
+   * it, so that the relist does not announce it again. Returns the lifecycle event it makes, if
+   * any (none when a relist saw it first). `state` undefined: the object is gone.
+   */
+  observe(uid: string, id: string, state: string | undefined): PodLifecycleEvent | undefined {
+    let pod = this.last.get(uid);
+    const before = pod?.get(id);
+    if (before === state) return undefined;
+    if (state === undefined) pod!.delete(id);
+    else {
+      if (!pod) this.last.set(uid, (pod = new Map()));
+      pod.set(id, state);
+    }
+    if (pod && pod.size === 0) this.last.delete(uid);
+    const type = (before ?? state)!.startsWith('SANDBOX_') ? 'SandboxChanged' : containerEvent(before, state);
+    return type ? { uid, type, id } : undefined;
   }
 
   async stop(): Promise<void> {
@@ -82,12 +137,12 @@ export class GenericPLEG {
   }
 
   /** Healthy while relists keep happening (the kubelet's PLEG health check). */
-  healthy(thresholdMs = RELIST_THRESHOLD_MS): boolean {
+  healthy(thresholdMs = this.thresholdMs): boolean {
     return this.healthProblem(thresholdMs) === undefined;
   }
 
   /** Why the PLEG is not healthy, in the kubelet's words (undefined when it is). */
-  healthProblem(thresholdMs = RELIST_THRESHOLD_MS): string | undefined {
+  healthProblem(thresholdMs = this.thresholdMs): string | undefined {
     if (this.lastRelistAt === 0) return 'pleg has yet to be successful';
     const elapsed = this.opts.clock.now() - this.lastRelistAt;
     if (elapsed <= thresholdMs) return undefined;
@@ -102,7 +157,13 @@ export class GenericPLEG {
   private schedule(ms: number): void {
     if (!this.running) return;
     this.timer = this.opts.clock.setTimer(ms, () => {
-      this.relisting = this.relist().finally(() => this.schedule(this.opts.relistPeriodMs ?? 1000));
+      this.inFlight = true;
+      this.relisting = this.relist().finally(() => {
+        this.inFlight = false;
+        const now = this.again;
+        this.again = false;
+        this.schedule(now ? 0 : this.periodMs);
+      });
     });
   }
 

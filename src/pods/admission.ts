@@ -133,10 +133,24 @@ export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResu
  * Every admit handler of the kubelet, in its order: node pressure (the eviction manager's), sysctls,
  * then the node's fit, then AppArmor.
  */
-export function admitPodHere(
-  pod: V1Pod,
-  here: { node?: V1Node; admitted: V1Pod[]; sysctls: SysctlAllowlist; appArmorEnabled: boolean; staticOrMirror?: boolean },
-): AdmitResult | AppArmorVerdict {
+export function admitPodHere(pod: V1Pod, here: AdmissionContext): AdmitResult | AppArmorVerdict {
+  try {
+    return admitHere(pod, here);
+  } catch (err) {
+    // A spec admission cannot read (a static pod no API server validated) fails that pod, not the agent.
+    return { admit: false, reason: 'UnexpectedAdmissionError', message: `Unexpected error while admitting the pod: ${(err as Error).message}` };
+  }
+}
+
+export interface AdmissionContext {
+  node?: V1Node;
+  admitted: V1Pod[];
+  sysctls: SysctlAllowlist;
+  appArmorEnabled: boolean;
+  staticOrMirror?: boolean;
+}
+
+function admitHere(pod: V1Pod, here: AdmissionContext): AdmitResult | AppArmorVerdict {
   const pressure = admitUnderPressure(pod, pressureConditions(here.node), isCriticalPod(pod, here.staticOrMirror ?? false));
   if (!pressure.admit) return pressure;
   const sysctls = here.sysctls.admit(pod);

@@ -117,7 +117,10 @@ export interface StaticPodHandler {
   onDelete(pod: V1Pod): void;
 }
 
-/** Watches the directory (inotify, plus a rescan every period) and reports pods added and removed. */
+/**
+ * Watches the directory (inotify, plus a rescan every 20 s as a safety net: the kubelet's
+ * fileCheckFrequency) and reports pods added and removed.
+ */
 export class StaticPodSource {
   private known = new Map<string, V1Pod>();
   private watcher?: FSWatcher;
@@ -130,7 +133,7 @@ export class StaticPodSource {
     private readonly nodeName: string,
     private readonly handler: StaticPodHandler,
     private readonly logger: Logger,
-    private readonly rescanMs = 5000,
+    private readonly rescanMs = 20_000,
   ) {}
 
   start(): void {

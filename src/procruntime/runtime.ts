@@ -43,7 +43,10 @@ import { RecordStore } from './state.js';
 import { execPlan, runExecSync, type ExecPlan } from './exec.js';
 import { detectIsolation, launchArgv, type Isolation, type LaunchNamespaces, type LaunchSpec } from './isolation.js';
 import { launchNamespaces, SandboxNamespaceManager } from './sandbox-namespaces.js';
-import { forwardStreams, rawSize, type LogBlock } from './log-forwarder.js';
+import { ContainerSupervisor, type ProcSeam } from './container-supervisor.js';
+import { ContainerEventHub, type ContainerEventType, type EventSnapshot } from './container-events.js';
+import type { WatchDir } from './container-watch.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
 import { containerSeccompProgram } from './seccomp/container.js';
 import { stopContainerProcess } from './container-stop.js';
@@ -52,7 +55,7 @@ import { Sandboxes } from './sandboxes.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
 import { criMounts, invalidMount, touchLog } from './container-files.js';
-import { killLeftovers, mountPointsUnder, processRunning, readExitCode } from './procfs.js';
+import { killLeftovers, mountPointsUnder } from './procfs.js';
 
 
 const run = promisify(execFile);
@@ -77,6 +80,12 @@ export interface ProcessRuntimeOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
   /** What went wrong but is handled (a log that cannot be written); `log` when not given. */
   warn?: (msg: string, fields?: Record<string, unknown>) => void;
+  clock?: Clock;
+  /** Seams for tests: how containers' directories are watched and processes looked at. */
+  watchDir?: WatchDir;
+  proc?: ProcSeam;
+  /** The safety net's period: every running container looked at (default 5 s). */
+  sweepMs?: number;
 }
 
 export const PROCESS_RUNTIME_HANDLER = 'process';
@@ -88,10 +97,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   private isolation?: Isolation;
   private isolationDetail = '';
   private cgroups!: Cgroups;
-  private ticker?: NodeJS.Timeout;
-  private readonly offsetsSavedAt = new Map<string, number>();
-  /** When each running container's process was first seen gone (its exit code may follow). */
-  private readonly goneAt = new Map<string, number>();
+  /** Output and exits of running containers, as they happen (container-supervisor.ts). */
+  private readonly supervisor: ContainerSupervisor;
+  /** CRI GetContainerEvents' streams. */
+  readonly events: ContainerEventHub;
   private readonly statsService: ProcessStatsService;
   private readonly imageService: ProcessImageService;
   private readonly store: RecordStore;
@@ -102,8 +111,6 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   private namespaces?: SandboxNamespaceManager;
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly warn: (msg: string, fields?: Record<string, unknown>) => void;
-  /** Containers whose CRI log could not be written lately. */
-  private readonly logBlocked = new Map<string, LogBlock>();
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.store = new RecordStore(opts.root);
@@ -120,6 +127,22 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     });
     this.log = opts.log ?? (() => undefined);
     this.warn = opts.warn ?? this.log;
+    const clock = opts.clock ?? realClock;
+    this.events = new ContainerEventHub(clock);
+    this.supervisor = new ContainerSupervisor({
+      clock,
+      container: (id) => this.containers.get(id),
+      dir: (id) => this.cdir(id),
+      persist: (c) => this.persistContainer(c),
+      oomKilled: (id) => this.cgroups.oomKilled(id),
+      exited: (c) => void this.afterExit(c),
+      warn: this.warn,
+      proc: opts.proc,
+      watchDir: opts.watchDir,
+      sweepMs: opts.sweepMs,
+      // A sandbox whose PID namespace holder died is not ready, and only the sweep sees it.
+      swept: () => this.events.listening && this.sandboxes.newlyLost().forEach((s) => this.emit('CONTAINER_STOPPED_EVENT', s.id, s.id)),
+    });
     this.statsService = new ProcessStatsService({
       containersOf: (sandboxId) => [...this.containers.values()].filter((c) => c.sandboxId === sandboxId),
       cgroups: () => this.cgroups,
@@ -147,14 +170,12 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     for (const sb of state.sandboxes) this.sandboxes.records.set(sb.id, sb);
     for (const c of state.containers) this.containers.set(c.id, c);
     await this.sandboxes.recover(this.log);
-    this.tick();
-    this.ticker = setInterval(() => this.tick(), 100);
-    this.ticker.unref();
+    // What ran before a restart is adopted: watched again, and looked at once (it may have ended).
+    this.supervisor.start(this.containers.values());
   }
 
   stop(): void {
-    if (this.ticker) clearInterval(this.ticker);
-    this.tick();
+    this.supervisor.stop();
   }
 
   get isolationMode(): string {
@@ -169,65 +190,23 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return this.store.saveContainer(c);
   }
 
-  /**
-   * A container's new output to its CRI log. A log that cannot be written (its filesystem full)
-   * holds the output back in the container's raw files, is retried once a second, and is reported
-   * when it blocks and when it flows again; a container that ends meanwhile loses what was held, and
-   * that is reported too.
-   */
-  private forwardLogs(c: ContainerRecord, now: number, ended: boolean): void {
-    const was = this.logBlocked.get(c.id);
-    const { block, change } = forwardStreams(c, this.cdir(c.id), now, ended, was);
-    if (block) this.logBlocked.set(c.id, block);
-    else this.logBlocked.delete(c.id);
-    const fields = { containerID: c.id, logPath: c.logPath };
-    if (change === 'blocked') this.warn('container log cannot be written: its output is held back until it can', { ...fields, error: block!.error });
-    if (change === 'resumed') this.warn('container log written again: the output held back is in it', { ...fields, heldBackMs: now - was!.since });
-    if (ended && block) {
-      this.warn('container ended while its log could not be written: its last output is not in the log', { ...fields, error: block.error, bytes: rawSize(this.cdir(c.id)) - c.stdout.offset - c.stderr.offset });
-      this.logBlocked.delete(c.id);
-    }
-  }
-
-  /** Every 100 ms: move output to the CRI logs and notice exits. */
-  private tick(): void {
-    const now = Date.now();
-    for (const c of this.containers.values()) {
-      if (c.state !== 'CONTAINER_RUNNING') continue;
-      // Under the launcher the exit code is looked for only once the process is gone (one read per
-      // running container per tick); its monitor writes it just after, so a gone process gets a
-      // second's grace. Under proot the PID is the monitor's own, which writes the code just before
-      // it ends.
-      const alive = processRunning(c);
-      const exit = alive && c.isolation !== 'proot' ? undefined : readExitCode(this.cdir(c.id));
-      if (alive) this.goneAt.delete(c.id);
-      else if (!this.goneAt.has(c.id)) this.goneAt.set(c.id, now);
-      const ended = exit !== undefined || (!alive && now - this.goneAt.get(c.id)! >= 1000);
-      const before = c.stdout.offset + c.stderr.offset;
-      this.forwardLogs(c, now, ended);
-      // Log offsets are saved at most once a second: a runtime that dies repeats at most that much.
-      if (c.stdout.offset + c.stderr.offset !== before && now - (this.offsetsSavedAt.get(c.id) ?? 0) >= 1000) {
-        this.offsetsSavedAt.set(c.id, now);
-        void this.persistContainer(c).catch(() => undefined);
-      }
-      if (ended) {
-        this.goneAt.delete(c.id);
-        killLeftovers(c);
-        c.pgid = undefined; // its group is gone: the number may be another's later
-        c.state = 'CONTAINER_EXITED';
-        c.finishedAt = nowNs();
-        const oom = this.cgroups.oomKilled(c.id);
-        c.exitCode = exit ?? 137;
-        c.reason = oom ? 'OOMKilled' : exit === undefined ? 'Error' : c.exitCode === 0 ? 'Completed' : 'Error';
-        if (exit === undefined) c.message = 'the container process is gone and its exit code was not recorded';
-        void this.afterExit(c);
-      }
-    }
-  }
-
   private async afterExit(c: ContainerRecord): Promise<void> {
     this.cgroups.remove(c.id);
+    this.emit('CONTAINER_STOPPED_EVENT', c.id, c.sandboxId);
     await this.persistContainer(c);
+  }
+
+  /** A CRI container event, with the pod's statuses as they are now (nothing built when nobody listens). */
+  private emit(type: ContainerEventType, id: string, sandboxId: string, snapshot?: Promise<EventSnapshot>): void {
+    if (!this.events.listening) return;
+    this.events.emit(type, id, snapshot ?? this.eventSnapshot(sandboxId));
+  }
+
+  private async eventSnapshot(sandboxId: string): Promise<EventSnapshot> {
+    const sandbox = this.sandboxes.findSandbox(sandboxId) ? (await this.sandboxes.podSandboxStatus(sandboxId)).status : null;
+    const containers = [...this.containers.values()].filter((c) => c.sandboxId === sandboxId);
+    const statuses = await Promise.all(containers.map(async (c) => (await this.containerStatus(c.id)).status));
+    return { sandbox, containers: statuses.filter((st): st is NonNullable<typeof st> => st !== null) };
   }
 
   // RuntimeService
@@ -253,16 +232,29 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     } as unknown as StatusResponse;
   }
 
-  runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
-    return this.sandboxes.runPodSandbox(config, runtimeHandler);
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
+    const id = await this.sandboxes.runPodSandbox(config, runtimeHandler);
+    // As containerd: a sandbox's changes are events under its own ID.
+    this.emit('CONTAINER_CREATED_EVENT', id, id);
+    this.emit('CONTAINER_STARTED_EVENT', id, id);
+    return id;
   }
 
-  stopPodSandbox(id: string): Promise<void> {
-    return this.sandboxes.stopPodSandbox(id);
+  async stopPodSandbox(id: string): Promise<void> {
+    const s = this.sandboxes.findSandbox(id);
+    const wasReady = s?.state === 'SANDBOX_READY';
+    await this.sandboxes.stopPodSandbox(id);
+    if (s && wasReady) this.emit('CONTAINER_STOPPED_EVENT', s.id, s.id);
   }
 
-  removePodSandbox(id: string): Promise<void> {
-    return this.sandboxes.removePodSandbox(id);
+  async removePodSandbox(id: string): Promise<void> {
+    const s = this.sandboxes.findSandbox(id);
+    await this.sandboxes.removePodSandbox(id);
+    // Its status as it was last (it is gone now): what containerd's deleted event carries too.
+    if (s && this.events.listening) {
+      const view = { ...this.sandboxes.sandboxView(s), state: 'SANDBOX_NOTREADY' };
+      this.emit('CONTAINER_DELETED_EVENT', s.id, s.id, Promise.resolve({ sandbox: view, containers: [] }));
+    }
   }
 
   podSandboxStatus(id: string, verbose = false): Promise<PodSandboxStatusResponse> {
@@ -335,6 +327,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     await this.persistContainer(c);
     if (seccomp) await writeFile(join(this.cdir(id), SECCOMP_PROGRAM), seccomp);
     this.containers.set(id, c);
+    this.emit('CONTAINER_CREATED_EVENT', id, c.sandboxId);
     return id;
   }
 
@@ -399,6 +392,9 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     c.startedAt = nowNs();
     c.isolation = isolation;
     await this.persistContainer(c);
+    this.emit('CONTAINER_STARTED_EVENT', c.id, c.sandboxId);
+    // Watched from now: its output and its end come as events (it may have ended already).
+    this.supervisor.supervise(c);
   }
 
   /** A start that failed leaves the container exited with 128 and StartError, as runc's do. */
@@ -409,6 +405,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     c.message = message;
     c.finishedAt = nowNs();
     await this.persistContainer(c);
+    this.emit('CONTAINER_STOPPED_EVENT', c.id, c.sandboxId);
     throw new FailedPreconditionError(`failed to start container ${c.id}: ${message}`);
   }
 
@@ -417,8 +414,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (!c) return; // idempotent
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return;
     const { pid, pidStart, isolation } = c;
-    if (await stopContainerProcess({ pid, pidStart, isolation }, this.cdir(c.id), timeoutSeconds)) this.goneAt.set(c.id, 0);
-    this.tick();
+    const gone = await stopContainerProcess({ pid, pidStart, isolation }, this.cdir(c.id), timeoutSeconds);
+    this.supervisor.stopped(c.id, gone);
   }
 
   async removeContainer(id: string): Promise<void> {
@@ -432,10 +429,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     for (const m of mountPointsUnder(this.cdir(c.id))) await run('umount', ['-l', m]).catch(() => undefined);
     this.containers.delete(c.id);
     this.statsService.forget(c.id);
-    this.offsetsSavedAt.delete(c.id);
-    this.goneAt.delete(c.id);
+    this.supervisor.forget(c.id);
     this.cgroups.remove(c.id);
     await rm(this.cdir(c.id), { recursive: true, force: true });
+    this.emit('CONTAINER_DELETED_EVENT', c.id, c.sandboxId);
   }
 
   private containerView(c: ContainerRecord) {

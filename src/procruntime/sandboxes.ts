@@ -27,6 +27,8 @@ export interface SandboxDeps {
 
 export class Sandboxes {
   readonly records = new Map<string, SandboxRecord>();
+  /** Ready sandboxes already found not ready (their PID namespace holder died), reported once each. */
+  private readonly lost = new Set<string>();
 
   constructor(private readonly deps: SandboxDeps) {}
 
@@ -114,12 +116,20 @@ export class Sandboxes {
     }
     await this.releaseNamespaces(s);
     this.records.delete(s.id);
+    this.lost.delete(s.id);
     await this.deps.store.removeSandbox(s.id);
   }
 
   /** Ready, and its namespaces still held (a PID namespace's holder that died takes the sandbox with it, as pause does). */
   sandboxReady(s: SandboxRecord): boolean {
     return s.state === 'SANDBOX_READY' && (this.deps.namespaces()?.alive(s.namespaces) ?? true);
+  }
+
+  /** Sandboxes that stopped being ready without a StopPodSandbox since the last call (nothing else announces it). */
+  newlyLost(): SandboxRecord[] {
+    const found = [...this.records.values()].filter((s) => s.state === 'SANDBOX_READY' && s.namespaces?.pidHolder && !this.lost.has(s.id) && !this.sandboxReady(s));
+    for (const s of found) this.lost.add(s.id);
+    return found;
   }
 
   sandboxView(s: SandboxRecord) {

@@ -37,8 +37,27 @@ function unary(fn: Handler): grpc.handleUnaryCall<any, any> {
   };
 }
 
+/**
+ * CRI GetContainerEvents: every change from now on, until the client goes. The headers go out at
+ * once, so that a client knows the stream is open (and relists to cover what came before).
+ */
+function streamContainerEvents(r: ProcessRuntime, call: grpc.ServerWritableStream<unknown, unknown>, open: Set<grpc.ServerWritableStream<unknown, unknown>>): void {
+  const unsubscribe = r.events.subscribe((e) => call.write(e));
+  open.add(call);
+  const end = () => {
+    unsubscribe();
+    open.delete(call);
+  };
+  call.on('cancelled', end);
+  call.on('close', end);
+  call.on('error', end);
+  call.sendMetadata(new grpc.Metadata());
+}
+
 export class ProcessRuntimeServer {
   private readonly streams: ProcessStreams;
+  /** Open GetContainerEvents streams: ended by close(), which would otherwise wait for them forever. */
+  private readonly eventStreams = new Set<grpc.ServerWritableStream<unknown, unknown>>();
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 16 * 1024 * 1024 });
 
   constructor(private readonly runtime: ProcessRuntime) {
@@ -79,7 +98,10 @@ export class ProcessRuntimeServer {
       RemoveImage: async (q) => (await r.removeImage(q.image ?? {}), {}),
       ImageFsInfo: async () => r.imageFsInfo(),
     };
-    this.server.addService(pkg.runtime.v1.RuntimeService.service, Object.fromEntries(Object.entries(rt).map(([k, f]) => [k, unary(f)])));
+    this.server.addService(pkg.runtime.v1.RuntimeService.service, {
+      ...Object.fromEntries(Object.entries(rt).map(([k, f]) => [k, unary(f)])),
+      GetContainerEvents: (call: grpc.ServerWritableStream<unknown, unknown>) => streamContainerEvents(r, call, this.eventStreams),
+    });
     this.server.addService(pkg.runtime.v1.ImageService.service, Object.fromEntries(Object.entries(img).map(([k, f]) => [k, unary(f)])));
   }
 
@@ -94,6 +116,8 @@ export class ProcessRuntimeServer {
   }
 
   async close(): Promise<void> {
+    for (const call of [...this.eventStreams]) call.end();
+    this.eventStreams.clear();
     await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
     await this.streams.close();
     this.runtime.stop();

@@ -11,7 +11,7 @@ import { projectRoot } from '../support/cluster.js';
 
 const AGENTS = ['nodelet', 'kubelet', 'nodelet_process'];
 
-test('a reduced make bench writes the result JSON with every figure of every column a positive number', () => {
+test('a reduced make bench writes the result JSON with every figure of every column a positive number, and its picture', () => {
   const out = join(mkdtempSync(join(tmpdir(), 'nodelet-bench-')), 'result.json');
   // Up to 15 min only when the kubelet binary is not cached yet (the bench builds it once).
   const run = spawnSync(process.execPath, [join(projectRoot, 'dist/bench/bench.js')], { env: { ...process.env, BENCH_REDUCED: '1', BENCH_OUT: out, BENCH_AGENTS: AGENTS.join(',') }, encoding: 'utf8', timeout: 900_000 });
@@ -39,6 +39,27 @@ test('a reduced make bench writes the result JSON with every figure of every col
       positive(d.all_ready_s, `${agent} density ${size}`);
       assert.equal(d.ok, true, `${agent} density ${size}: all Ready`);
     }
+    // The whole node: the agent, its runtime (none apart from the process runtime's agent) and, per pod, a process or two.
+    const fp = n.node_footprint;
+    for (const key of ['rss_mb', 'pss_mb', 'cpu_s_per_min']) positive(fp[key], `${agent}.node_footprint.${key}`);
+    assert.equal(fp.parts.agent.processes, 1, `${agent}: one agent process`);
+    assert.equal(fp.parts.runtime?.processes, agent === 'nodelet_process' ? undefined : 1, `${agent}: containerd counted once, the process runtime inside the agent`);
+    const density = Number(Object.keys(n.density)[0]);
+    assert.ok(fp.parts.per_pod.processes >= density, `${agent}: at least one per-pod process for each of the ${density} pods (${fp.parts.per_pod.processes})`);
+    assert.ok(fp.rss_mb > n.rss_mb_rest110, `${agent}: the node weighs more than its agent`);
+    // nodelet's start path, from its own metrics; the kubelet exposes none.
+    if (agent === 'kubelet') assert.equal(n.start_path, null);
+    else {
+      for (const key of ['sync_ms', 'status_ms']) positive(n.start_path[key], `${agent}.start_path.${key}`);
+      for (const call of ['run_pod_sandbox', 'create_container', 'start_container']) positive(n.start_path.cri_ms[call], `${agent}.start_path.cri_ms.${call}`);
+      assert.equal(n.start_path.starts, n.start_single.n);
+    }
+    for (const key of ['start_single', 'start_burst100', 'cri_floor', 'cri_floor_burst100']) assert.equal(n.samples[key].length, n[key].n, `${agent}.samples.${key}`);
   }
   for (const [name, v] of Object.entries(r.ratios)) positive(v, `ratios.${name}`);
+  // The picture beside the JSON: a curve per column and its floor in each latency panel, and the node's bars.
+  const svg = readFileSync(out.replace(/\.json$/, '.svg'), 'utf8');
+  assert.match(svg, /^<svg[\s\S]*<\/svg>\s*$/);
+  assert.equal((svg.match(/stroke-dasharray/g) ?? []).length >= 6, true, 'a dashed floor per column in both latency panels');
+  assert.doesNotMatch(svg, /not measured|NaN/);
 });

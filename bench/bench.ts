@@ -16,9 +16,9 @@ import { clusterEnv, projectRoot } from '../test/support/cluster.js';
 import { processRuntime, processRuntimeAgentConfig, resetProcessRuntime } from '../test/support/runtimes.js';
 import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../test/support/kubelet.js';
 import { summarize, type Summary } from './stats.js';
-import { benchSvg } from './svg.js';
+import { benchSvg, type Samples } from './svg.js';
 import { parseScrape, startPath, type Scrape, type StartPath } from './start-path.js';
-import { containerdNode, footprintBetween, processRuntimeNode, readProcesses, type NodeFootprint, type ProcSample, type Part } from './footprint.js';
+import { containerdNode, footprintBetween, processRuntimeNode, readProcesses, type FootprintPart, type NodeFootprint, type ProcSample, type Part } from './footprint.js';
 
 const env = clusterEnv();
 const reduced = process.env.BENCH_REDUCED === '1';
@@ -198,14 +198,14 @@ interface Measured {
   /** Where a single start's time went, on average (nodelet only: from its own metrics). */
   start_path: StartPath | null;
   /** The latencies themselves (ms), for the picture. */
-  samples: { start_single: number[]; start_burst100: number[] };
+  samples: Pick<Samples, 'start_single' | 'start_burst100'>;
 }
 
 interface AgentResult extends Omit<Measured, 'samples'> {
   cri_floor: Summary;
   cri_floor_burst100: Summary;
   overhead_ms_p50: number;
-  samples: Measured['samples'] & { cri_floor: number[]; cri_floor_burst100: number[] };
+  samples: Samples;
 }
 
 /** Which processes make a node under one agent, told apart by part. */
@@ -226,14 +226,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Between one single start's deletion and the next create. */
 const SETTLE_AFTER_DELETE_MS = 2000;
 
-/**
- * The same measurement for every agent: pods bound to `node`, Ready and deletion seen through one
- * watch, the agent's RSS and CPU from /proc/`pid`, API requests from the API server's counter.
- */
 /** nodelet's own /metrics (its read-only port), for the start path; the kubelet's column has none. */
 async function scrape(url: string | undefined): Promise<Scrape | undefined> {
   return url ? parseScrape(await (await fetch(url)).text()) : undefined;
 }
+
+/**
+ * The same measurement for every agent: pods bound to `node`, Ready and deletion seen through one
+ * watch, the agent's RSS and CPU from /proc/`pid`, API requests from the API server's counter.
+ */
 
 async function measureAgent(node: string, pid: number, plan: Plan, nodeProcesses: NodeProcesses, metricsUrl?: string): Promise<Measured> {
   const w = new PodWatch();
@@ -569,7 +570,7 @@ async function main(): Promise<void> {
     console.log(`  deletion of the burst: ${a.delete_burst100_s} s; API requests per pod started: ${a.api_requests_per_pod}`);
     console.log(`  RSS max ${a.rss_mb_max} MB, at rest with the first density's pods ${a.rss_mb_rest110} MB; CPU ${a.cpu_s_burst} s in the burst, ${a.cpu_s_per_min_rest110} s/min at rest`);
     const fp = a.node_footprint;
-    const part = (name: string, x: { processes: number; rss_mb: number; pss_mb: number; cpu_s_per_min: number } | undefined) => (x ? `${name} ${x.processes}: ${x.rss_mb} MB RSS (${x.pss_mb} PSS), ${x.cpu_s_per_min} s/min` : '');
+    const part = (name: string, x: FootprintPart | undefined) => (x ? `${name} ${x.processes}: ${x.rss_mb} MB RSS (${x.pss_mb} PSS), ${x.cpu_s_per_min} s/min` : '');
     console.log(`  whole node at rest with the first density's pods: ${fp.rss_mb} MB RSS (${fp.pss_mb} MB PSS), ${fp.cpu_s_per_min} s/min CPU; ${[part('agent', fp.parts.agent), part('runtime', fp.parts.runtime), part('per-pod', fp.parts.per_pod)].filter(Boolean).join('; ')}`);
     const sp = a.start_path;
     if (sp) {

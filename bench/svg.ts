@@ -1,25 +1,16 @@
 // The benchmark's picture as one standalone SVG string. Hand-written elements so the
 // results can be rendered without a plotting dependency; kept small enough to commit.
 
+import type { FootprintPart, NodeFootprint } from './footprint.js';
+
+export type { FootprintPart, NodeFootprint } from './footprint.js';
+
 /** Milliseconds. */
 export interface Samples {
   start_single: number[];
   start_burst100: number[];
   cri_floor: number[];
   cri_floor_burst100: number[];
-}
-export interface FootprintPart {
-  processes: number;
-  rss_mb: number;
-  pss_mb: number;
-  cpu_s_per_min: number;
-}
-export interface NodeFootprint {
-  rss_mb: number;
-  pss_mb: number;
-  cpu_s_per_min: number;
-  // runtime is absent for nodelet_process: its runtime runs inside the agent's process.
-  parts: { agent: FootprintPart; runtime?: FootprintPart; per_pod: FootprintPart };
 }
 export interface BenchPictureInput {
   date: string;

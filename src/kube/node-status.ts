@@ -172,6 +172,5 @@ export function nodeStatusChanged(a: V1NodeStatus | undefined, b: V1NodeStatus):
 
 /** The node a standalone agent admits its static pods against: no API object, the same capacity and labels. */
 export function standaloneNode(config: NodeletConfig, host: HostInfo): V1Node {
-  const { capacity, allocatable } = capacityAndAllocatable(config, host);
-  return { metadata: { name: config.nodeName, labels: nodeLabels(config, host) }, spec: { taints: nodeTaints(config) }, status: { capacity, allocatable } };
+  return newNode(config, host, capacityAndAllocatable(config, host));
 }

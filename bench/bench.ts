@@ -34,9 +34,9 @@ const PLAN: Plan = reduced
 /** CPU at rest is measured over this long (a minute: what runs once a minute is counted once). */
 const REST_WINDOW_MS = reduced ? 3000 : 60_000;
 /** The process runtime: the same, its top density set by BENCH_PROCESS_DENSITY (see bench/README.md). */
-const PROCESS_TOP = Number(process.env.BENCH_PROCESS_DENSITY ?? 300);
+const PROCESS_TOP = Number(process.env.BENCH_PROCESS_DENSITY ?? 500);
 /** (10 s at rest, for the same reason.) */
-const PROCESS_PLAN: Plan = reduced ? PLAN : { ...PLAN, density: [[110, 110], [300, PROCESS_TOP]], restMs: 10_000 };
+const PROCESS_PLAN: Plan = reduced ? PLAN : { ...PLAN, density: [[110, 110], [PROCESS_TOP, PROCESS_TOP]], restMs: 10_000 };
 
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(env.kubeconfig);
@@ -384,7 +384,7 @@ async function measureKubelet(plan: Plan): Promise<{ measured: Measured; version
 async function measureNodeletProcess(plan: Plan): Promise<Measured> {
   const node = uniqueNodeName('bench-process');
   const { config, root } = processRuntimeAgentConfig(join(env.clusterDir, 'bench', 'process'), 'bench-process.sock');
-  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--max-pods', String(MAX_PODS)]);
+  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--max-pods', String(Math.max(MAX_PODS, PROCESS_TOP + 10))]);
   try {
     return await measureAgent(node, agent.process.pid!, plan, processRuntimeNode(agent.process.pid!), `http://127.0.0.1:${agent.localPort}/metrics`);
   } finally {

@@ -50,6 +50,7 @@ import { ImageGCManager, nodeObjectRef } from '../images/image-gc-manager.js';
 import { CountingClock, realClock, type Clock, type Timer } from '../util/clock.js';
 import { internalSizes } from './sizes.js';
 import { StartTrace } from './start-trace.js';
+import { PodCache, POD_CACHE_MAX_AGE_MS } from '../runtime/pod-cache.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
 
@@ -91,6 +92,8 @@ export class Agent implements PodSyncer {
   private deps!: RuntimeManagerDeps;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
+  /** What the runtime last said of each pod, for resyncs nothing has changed since (see PodCache). */
+  private readonly podCache = new PodCache({ now: () => this.clock.now(), maxAgeMs: POD_CACHE_MAX_AGE_MS, watching: () => this.pleg?.healthy() ?? false });
   private readonly startTrace: StartTrace;
   private readonly loops: Array<{ timer?: Timer }> = [];
   private stopping = false;
@@ -214,7 +217,10 @@ export class Agent implements PodSyncer {
       metrics: this.metrics,
       normalPeriodMs: opts.plegRelistPeriodMs,
       eventedPeriodMs: opts.eventedPlegRelistPeriodMs,
-      onEvent: (e) => this.workers.wake(e.uid),
+      onEvent: (e) => {
+        this.podCache.changed(e.uid);
+        this.workers.wake(e.uid);
+      },
     }));
     this.runtimeState = new RuntimeState(this.cri, this.clock);
     this.runtimeState.addHealthCheck('PLEG', () => this.pleg.healthProblem());
@@ -308,7 +314,7 @@ export class Agent implements PodSyncer {
         reflector: this.reflector,
         services: this.services,
         logRotation: this.logRotation,
-        agentMaps: { last_sync: this.lastSync, start_trace: this.startTrace, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
+        agentMaps: { last_sync: this.lastSync, pod_cache: this.podCache, start_trace: this.startTrace, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
       });
     this.pleg.start();
     this.eventedPleg?.start();
@@ -450,7 +456,8 @@ export class Agent implements PodSyncer {
       await this.mirrors.ensure(pod).catch((err) => this.logger.warn('mirror pod not created', { ...podFields(pod), error: (err as Error).message }));
     }
     const { name = '', namespace = '' } = pod.metadata ?? {};
-    const before = await getPodStatus(this.deps, uid, name, namespace);
+    const version = this.podCache.beginRead(uid);
+    const before = this.podCache.get(uid) ?? (await getPodStatus(this.deps, uid, name, namespace));
     const pre = this.podStatus(pod, before);
     if (pre.phase === 'Succeeded' || pre.phase === 'Failed') {
       this.statusManager.setPodStatus(pod, pre);
@@ -484,6 +491,8 @@ export class Agent implements PodSyncer {
     // Nothing was started or killed: the runtime is as it was read before the sync (PLEG wakes the
     // pod on any change behind its back), and a second read of it would cost 4 CRI calls for nothing.
     const idle = !result.syncError && result.results.every((r) => r.action === 'ConfigPodSandbox' && !r.failed);
+    if (idle) this.podCache.set(uid, before, version);
+    else this.podCache.changed(uid);
     const after = idle ? { ...before, timestamp: this.clock.now() } : await getPodStatus(this.deps, uid, name, namespace);
     this.resizer.afterSync(pod, after, result);
     const status = this.podStatus(pod, after);
@@ -542,6 +551,7 @@ export class Agent implements PodSyncer {
     else await this.volumes.manager.unmountPod(uid);
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
+      this.podCache.forget(uid);
       this.startTrace.forget(uid);
     }
     if (removedFromApi) {

@@ -21,8 +21,29 @@ export interface ManifestError {
   message: string;
 }
 
-/** Reads every manifest of a directory: the pods, as the agent sees them, and the errors. */
-export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; errors: ManifestError[] } {
+/** A file's documents as last parsed: each a checked manifest, or why it is not one. */
+type ParsedDoc = { json: string } | { problem: string } | null;
+
+/** Parsed files by path, with the stat that says they are unchanged (size, mtime, inode). */
+export type ManifestCache = Map<string, { stamp: string; docs: ParsedDoc[] }>;
+
+function parseManifest(text: string): ParsedDoc[] {
+  return parseAllDocuments(text).map((d) => {
+    if (d.errors.length > 0) return { problem: `invalid YAML: ${d.errors[0]!.message.split('\n')[0]}` };
+    const doc = d.toJSON() as unknown;
+    if (doc === null) return null;
+    const problem = validateManifest(doc);
+    // Kept as text: each scan builds its own objects, so nothing can change what the next one reads.
+    return problem ? { problem } : { json: JSON.stringify(doc) };
+  });
+}
+
+/**
+ * Reads every manifest of a directory: the pods, as the agent sees them, and the errors. With a
+ * cache, a file whose size, mtime and inode are unchanged is not read and parsed again (the rescan
+ * every 20 s would otherwise parse every manifest of the node each time).
+ */
+export function readManifests(dir: string, nodeName: string, cache?: ManifestCache): { pods: V1Pod[]; errors: ManifestError[] } {
   const pods: V1Pod[] = [];
   const errors: ManifestError[] = [];
   if (!existsSync(dir)) return { pods, errors: [{ file: dir, message: 'no such directory' }] };
@@ -34,10 +55,13 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
   } catch (err) {
     return { pods, errors: [{ file: dir, message: `cannot read the directory: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }] };
   }
+  const listed = new Set<string>();
   for (const name of names) {
     if (name.startsWith('.')) continue;
     const file = join(dir, name);
-    let text: string;
+    let text: string | undefined;
+    let docs: ParsedDoc[] | undefined;
+    let stamp: string;
     let mtimeMs: number;
     try {
       const st = statSync(file);
@@ -55,32 +79,30 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
         errors.push({ file, message: 'not a regular file' });
         continue;
       }
-      text = readFileSync(file, 'utf8');
+      stamp = `${st.size}:${st.mtimeMs}:${st.ino}`;
+      listed.add(file);
+      const hit = cache?.get(file);
+      if (hit?.stamp === stamp) docs = hit.docs;
+      else text = readFileSync(file, 'utf8');
     } catch (err) {
       // Gone between listing and reading (an editor's temporary file), or unreadable.
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') errors.push({ file, message: `cannot read: ${code ?? (err as Error).message}` });
       continue;
     }
-    if (text.trim() === '') {
-      errors.push({ file, message: 'empty file: no pod' });
-      continue;
+    if (!docs) {
+      docs = text!.trim() === '' ? [{ problem: 'empty file: no pod' }] : parseManifest(text!);
+      cache?.set(file, { stamp, docs });
     }
-    const docs = parseAllDocuments(text);
-    docs.forEach((d, i) => {
-      const where = docs.length > 1 ? `${file} (document ${i + 1})` : file;
-      if (d.errors.length > 0) {
-        errors.push({ file: where, message: `invalid YAML: ${d.errors[0]!.message.split('\n')[0]}` });
+    const all = docs;
+    all.forEach((d, i) => {
+      const where = all.length > 1 ? `${file} (document ${i + 1})` : file;
+      if (d === null) return;
+      if ('problem' in d) {
+        errors.push({ file: where, message: d.problem });
         return;
       }
-      const doc = d.toJSON() as unknown;
-      if (doc === null) return;
-      const problem = validateManifest(doc);
-      if (problem) {
-        errors.push({ file: where, message: problem });
-        return;
-      }
-      const pod = doc as V1Pod;
+      const pod = JSON.parse(d.json) as V1Pod;
       const ns = pod.metadata!.namespace || 'default';
       const key = `${ns}/${pod.metadata!.name}`;
       const owner = owners.get(key);
@@ -89,7 +111,7 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
         return;
       }
       owners.set(key, where);
-      const uid = createHash('md5').update(file).update('\0').update(nodeName).update('\0').update(JSON.stringify(doc)).digest('hex');
+      const uid = createHash('md5').update(file).update('\0').update(nodeName).update('\0').update(d.json).digest('hex');
       pods.push({
         ...pod,
         metadata: {
@@ -105,6 +127,7 @@ export function readManifests(dir: string, nodeName: string): { pods: V1Pod[]; e
       });
     });
   }
+  if (cache) for (const file of cache.keys()) if (!listed.has(file)) cache.delete(file);
   return { pods, errors };
 }
 
@@ -127,6 +150,7 @@ export class StaticPodSource {
   private timer?: NodeJS.Timeout;
   private debounce?: NodeJS.Timeout;
   private reported = new Set<string>();
+  private readonly parsed: ManifestCache = new Map();
 
   constructor(
     private readonly dir: string,
@@ -162,7 +186,7 @@ export class StaticPodSource {
   }
 
   scan(): void {
-    const { pods, errors } = readManifests(this.dir, this.nodeName);
+    const { pods, errors } = readManifests(this.dir, this.nodeName, this.parsed);
     // Each problem is said once while it lasts; fixed and broken again, it is said again.
     const current = new Set<string>();
     for (const e of errors) {

@@ -49,7 +49,12 @@ export interface ImageStoreOptions {
   progressTimeoutMs?: number;
   /** Which platform an index resolves to (default: this node's). */
   platform?: Platform;
+  /** Milliseconds now (tests pass their own). */
+  now?: () => number;
 }
+
+/** How long a measured disk usage stands while the store does not change (cadvisor's du period). */
+export const USAGE_CACHE_MS = 60_000;
 
 /** `nodelet.test/busybox:1` -> `busybox_1.tar`: the archive name a pull looks for. */
 export function archiveNameFor(ref: string): string {
@@ -136,6 +141,10 @@ export class ImageStore {
   private readonly layers: LayerStore;
   private readonly tokens = new TokenCache();
   private readonly claims = new Claims();
+  /** The last walk of the store: ImageFsInfo is asked every 10 s, and walking thousands of files each time is most of a node's work at rest. */
+  private usage?: { bytes: number; at: number; changes: number };
+  /** Bumped by every change to the store's content. */
+  private changes = 0;
 
   constructor(
     readonly root: string,
@@ -162,6 +171,7 @@ export class ImageStore {
   }
 
   private async save(): Promise<void> {
+    this.changes++;
     const tmp = `${this.index}.${randomBytes(4).toString('hex')}`;
     await writeFile(tmp, JSON.stringify([...this.images.values()], null, 1));
     await rename(tmp, this.index);
@@ -340,6 +350,7 @@ export class ImageStore {
       await removeWhiteoutFiles(tmp);
     }
     await rename(tmp, dir);
+    this.changes++;
     return dir;
   }
 
@@ -356,9 +367,17 @@ export class ImageStore {
     await this.save();
   }
 
-  /** Bytes the store takes on disk (layers, blobs, root filesystems, downloads under way). */
+  /**
+   * Bytes the store takes on disk (layers, blobs, root filesystems, downloads under way): walked
+   * again after the store changed, else at most once a minute (a download under way is seen late).
+   */
   async usedBytes(): Promise<number> {
-    return diskUsage(this.root).catch(() => 0);
+    const now = (this.opts.now ?? Date.now)();
+    if (this.usage && this.usage.changes === this.changes && now - this.usage.at < USAGE_CACHE_MS) return this.usage.bytes;
+    const changes = this.changes;
+    const bytes = await diskUsage(this.root).catch(() => 0);
+    this.usage = { bytes, at: now, changes };
+    return bytes;
   }
 }
 

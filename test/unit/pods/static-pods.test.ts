@@ -3,10 +3,10 @@
 // admission: the bad-input drill's bad-static/bad-quantity.yaml).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readManifests } from '../../../src/pods/static-pods.js';
+import { readManifests, type ManifestCache } from '../../../src/pods/static-pods.js';
 import { apiObjectReference, validateManifest } from '../../../src/pods/static-pod-validation.js';
 
 const pod = (spec: object, name = 'p') => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: 'i' }], ...spec } });
@@ -56,4 +56,27 @@ test('a directory read: bad files each reported, the first of two same-named pod
     ['sub.yaml', 'a directory: manifests in subdirectories are not read'],
   ]);
   assert.deepEqual(readManifests(join(dir, 'gone'), 'n1').errors, [{ file: join(dir, 'gone'), message: 'no such directory' }]);
+});
+
+test('with a cache, an unchanged file is not parsed again; an edited one is, and a removed one is forgotten', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-static-cache-'));
+  const cache: ManifestCache = new Map();
+  writeFileSync(join(dir, 'a.yaml'), JSON.stringify(pod({}, 'web')));
+  writeFileSync(join(dir, 'b.yaml'), 'kind: [broken');
+  const first = readManifests(dir, 'n1', cache);
+  assert.equal(cache.size, 2);
+  // The cache is what is read while the stat is the same: a planted entry shows it was used.
+  const stamp = cache.get(join(dir, 'a.yaml'))!.stamp;
+  cache.set(join(dir, 'a.yaml'), { stamp, docs: [{ problem: 'from the cache' }] });
+  assert.deepEqual(readManifests(dir, 'n1', cache).errors.map((e) => e.message).sort(), ['from the cache', first.errors[0]!.message].sort());
+  // Edited (a new size): read again. The same pod parsed twice has the same UID.
+  writeFileSync(join(dir, 'a.yaml'), JSON.stringify(pod({}, 'web')) + '\n');
+  const again = readManifests(dir, 'n1', cache);
+  assert.equal(again.pods[0]!.metadata!.uid, first.pods[0]!.metadata!.uid);
+  // Each read builds its own objects: a change to one pod is not seen by the next read.
+  again.pods[0]!.spec!.containers[0]!.image = 'changed';
+  assert.equal(readManifests(dir, 'n1', cache).pods[0]!.spec!.containers[0]!.image, 'i');
+  rmSync(join(dir, 'b.yaml'));
+  readManifests(dir, 'n1', cache);
+  assert.deepEqual([...cache.keys()], [join(dir, 'a.yaml')]);
 });

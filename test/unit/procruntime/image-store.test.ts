@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { archiveNameFor, ImageStore, normalizeRef } from '../../../src/procruntime/image-store.js';
+import { archiveNameFor, ImageStore, normalizeRef, USAGE_CACHE_MS } from '../../../src/procruntime/image-store.js';
 import { containerArgv } from '../../../src/procruntime/container-start.js';
 import { forward, rfc3339Nano } from '../../../src/procruntime/log-forwarder.js';
 
@@ -120,4 +120,22 @@ test('output is copied to the CRI log format, partial lines held, long lines spl
   assert.match(lines[2]!, /^\S+ stdout P x{16384}$/);
   assert.match(lines[3]!, /^\S+ stdout P x{3616}$/, 'the end of output without a newline is a partial record, as containerd writes it');
   assert.equal(rfc3339Nano(Date.UTC(2026, 0, 1, 0, 0, 0, 5)), '2026-01-01T00:00:00.005Z');
+});
+
+test('disk usage is walked again after the store changed, else at most once a minute', async () => {
+  let now = 1_000_000;
+  const root = join(work, 'store-usage');
+  const store = new ImageStore(root, undefined, { now: () => now });
+  await store.load();
+  const empty = await store.usedBytes();
+  // Nothing the store did: the figure stands until the minute is out.
+  writeFileSync(join(root, 'rootfs', 'outside'), Buffer.alloc(64 * 1024, 1));
+  assert.equal(await store.usedBytes(), empty, 'within the minute, the last walk stands');
+  now += USAGE_CACHE_MS;
+  const grown = await store.usedBytes();
+  assert.ok(grown >= empty + 64 * 1024, `walked again after a minute (${empty} -> ${grown})`);
+  // An import changes the store: measured at once.
+  await store.importArchive(archive('usage', 'example.test/usage:1', [{ 'data/big': 'x'.repeat(200_000) }]));
+  const imported = await store.usedBytes();
+  assert.ok(imported >= grown + 200_000, `an import is counted at once (${grown} -> ${imported})`);
 });

@@ -5,7 +5,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
@@ -383,6 +384,40 @@ test('in-place resize (pods/resize): applied to the running container with no re
   await waitPod(pod, 'the deferred resize applied once there is room', 30_000, (p) =>
     p.status?.containerStatuses?.[0]?.resources?.limits?.cpu === '2' && !p.status.conditions?.some((c) => c.type === 'PodResizePending') ? p : undefined,
   );
+});
+
+test('at rest, a resync reads the pod from the pod cache, not the runtime; a container stopped behind the agent\'s back is still restarted', async () => {
+  // An agent of its own, resyncing every second, so that resyncs happen within the test.
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-cache-'));
+  const config = join(dir, 'nodelet.yaml');
+  writeFileSync(config, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nsyncFrequency: 1s\n');
+  const quick = await startAgent(uniqueNodeName(`it-cache-${rt.name}`), ['--runtime-endpoint', rt.endpoint, '--config', config]);
+  try {
+    const created = await createPod(quick.nodeName, 'cached', { containers: [container('c', loop)] });
+    const pod = await waitPod(created, 'Running', 30_000, running);
+    const calls = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${quick.localPort}/metrics`)).text();
+      const count = (op: string) => Number(new RegExp(`^kubelet_runtime_operations_duration_seconds_count\\{operation_type="${op}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { container: count('container_status'), sandbox: count('pod_sandbox_status'), syncs: Number(/^kubelet_pod_worker_duration_seconds_count\{operation="sync"\} (\d+)/m.exec(text)?.[1] ?? 0) };
+    };
+    // The first resync reads the pod (the start's sync acted); the ones after it are served from the cache.
+    await new Promise((r) => setTimeout(r, 4000));
+    const a = await calls();
+    await new Promise((r) => setTimeout(r, 6000));
+    const b = await calls();
+    assert.ok(b.syncs - a.syncs >= 3, `resyncs happened (${b.syncs - a.syncs})`);
+    // Each resync without the cache reads the sandbox and the container; the log manager asks once
+    // for a container's log path when it first sees the container (its pass every 10 s may fall here).
+    assert.equal(b.sandbox - a.sandbox, 0, 'no sandbox status read from the runtime at rest');
+    assert.ok(b.container - a.container <= 1, `no container status read at rest but the log manager's first look (${b.container - a.container})`);
+    // A change the agent did not make reaches it as a PLEG event, which drops the cached status.
+    const [c] = await cri.listContainers({ label_selector: { 'io.kubernetes.pod.uid': pod.metadata!.uid! } });
+    await cri.stopContainer(c!.id, 0);
+    await waitPod(pod, 'Running again, restarted once', 30_000, (p) => (running(p) && p.status!.containerStatuses![0]!.restartCount === 1 ? p : undefined));
+  } finally {
+    await cleanupAgent(quick, rt.endpoint);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('/metrics serves the kubelet\'s metric names with real observations, /healthz answers ok', async () => {

@@ -81,5 +81,5 @@ for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tab
 done
 echo "entrypoint: iptables backend $mode" >&2
 
-# main.js's first line holds the Node flags nodelet runs with; called through node, they are given here.
-exec /usr/bin/node --max-semi-space-size=8 /opt/nodelet/dist/src/cli/main.js run "$@"
+# main.js's first line holds the Node flags and environment nodelet runs with; called through node, they are given here.
+exec env MALLOC_ARENA_MAX=2 /usr/bin/node --max-semi-space-size=8 /opt/nodelet/dist/src/cli/main.js run "$@"

@@ -597,6 +597,7 @@ export class Agent implements PodSyncer {
         activePods: () => this.workers.activePods(),
         resize: (pod) => this.resize(pod),
         wake: (uid) => this.workers.wake(uid),
+        plegSeen: () => this.pleg.seen(),
       });
     } catch (err) {
       this.logger.warn('housekeeping failed', { error: (err as Error).message });

@@ -9,6 +9,7 @@ import type { ServiceCache } from '../kube/service-cache.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { killPodWithSyncResult } from '../runtime/kill.js';
 import { getPods } from '../runtime/pod-status.js';
+import type { RunningPod } from '../runtime/types.js';
 import type { VolumeManager } from '../volumes/volume-manager.js';
 import type { PodResizer } from './pod-resize.js';
 
@@ -28,6 +29,37 @@ export interface PodCleanupContext {
   /** A resize allocated now: true when its pod should sync. */
   resize(pod: V1Pod): boolean;
   wake(uid: string): void;
+  /** What the PLEG last saw run (pod UID -> object ID -> state), or undefined when it is not current. */
+  plegSeen?(): ReadonlyMap<string, ReadonlyMap<string, string>> | undefined;
+}
+
+/** What runs in the runtime: pods with a ready sandbox or a running container, and those containers. */
+interface RunningView {
+  uids: Set<string>;
+  containerIDs: Set<string>;
+  podsWithReadySandbox: number;
+}
+
+function viewOfPods(pods: RunningPod[]): RunningView {
+  return {
+    uids: new Set(pods.map((p) => p.uid)),
+    containerIDs: new Set(pods.flatMap((p) => p.containers.map((c) => c.id.id))),
+    podsWithReadySandbox: pods.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length,
+  };
+}
+
+function viewOfPleg(seen: ReadonlyMap<string, ReadonlyMap<string, string>>): RunningView {
+  const view: RunningView = { uids: new Set(), containerIDs: new Set(), podsWithReadySandbox: 0 };
+  for (const [uid, objects] of seen) {
+    let ready = false;
+    for (const [id, state] of objects) {
+      if (state === 'CONTAINER_RUNNING') view.containerIDs.add(id);
+      if (state === 'CONTAINER_RUNNING' || state === 'SANDBOX_READY') view.uids.add(uid);
+      if (state === 'SANDBOX_READY') ready = true;
+    }
+    if (ready) view.podsWithReadySandbox++;
+  }
+  return view;
 }
 
 export async function handlePodCleanups(ctx: PodCleanupContext): Promise<void> {
@@ -41,17 +73,24 @@ export async function handlePodCleanups(ctx: PodCleanupContext): Promise<void> {
     const pod = ctx.activePods().find((p) => p.metadata?.uid === uid);
     if (pod && ctx.resize(pod)) ctx.wake(uid);
   }
-  const running = await getPods(ctx.deps, false);
-  ctx.resizer.actuated.retain(new Set(running.flatMap((p) => p.containers.map((c) => c.id.id))));
-  ctx.metrics.runningPods.set(running.filter((p) => p.sandboxes.some((s) => s.state === 'running')).length);
-  for (const p of running) {
-    if (ctx.isKnown(p.uid)) continue;
-    ctx.logger.info('killing unwanted pod', { pod: `${p.namespace}/${p.name}`, uid: p.uid });
-    const err = (await killPodWithSyncResult(ctx.deps, undefined, p)).error();
-    if (err) ctx.logger.warn('failed to kill unwanted pod', { uid: p.uid, error: err.message });
+  // While the PLEG is current (its relist and the runtime's events), what runs is read from it: two
+  // lists of every sandbox and container every 2 s were most of an idle node's CRI traffic. The
+  // runtime is listed only to kill what no worker has (for its names), or when the PLEG is not current.
+  const seen = ctx.plegSeen?.();
+  let pods = seen ? undefined : await getPods(ctx.deps, false);
+  const running = seen ? viewOfPleg(seen) : viewOfPods(pods!);
+  ctx.resizer.actuated.retain(running.containerIDs);
+  ctx.metrics.runningPods.set(running.podsWithReadySandbox);
+  if ([...running.uids].some((uid) => !ctx.isKnown(uid))) {
+    pods ??= await getPods(ctx.deps, false);
+    for (const p of pods) {
+      if (ctx.isKnown(p.uid)) continue;
+      ctx.logger.info('killing unwanted pod', { pod: `${p.namespace}/${p.name}`, uid: p.uid });
+      const err = (await killPodWithSyncResult(ctx.deps, undefined, p)).error();
+      if (err) ctx.logger.warn('failed to kill unwanted pod', { uid: p.uid, error: err.message });
+    }
   }
   // Directories of pods no source has any more, and whose containers are gone.
-  const runningUIDs = new Set(running.map((p) => p.uid));
-  const removed = await ctx.volumes.cleanupOrphans((uid) => ctx.isKnown(uid) || runningUIDs.has(uid));
+  const removed = await ctx.volumes.cleanupOrphans((uid) => ctx.isKnown(uid) || running.uids.has(uid));
   if (removed.length) ctx.logger.info('removed orphaned pod directories', { uids: removed });
 }

@@ -1,7 +1,9 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8
 // nodelet's command line. Bad flags and bad config files get one line and exit code 2.
 // Run it as an executable: the line above caps V8's young generation, which otherwise holds
-// ~70 MB more at rest with 110 pods (bench/README.md has the measurements).
+// ~70 MB more at rest with 110 pods, and glibc's malloc arenas, which kept ~35 MB of native memory
+// after a burst against ~20 MB with two (bench/README.md has the measurements). Containers do not
+// inherit the variable: their environment is built from the pod's.
 import { fileURLToPath } from 'node:url';
 import { Agent } from '../agent/agent.js';
 import { ConfigError, parseDuration } from '../config/config.js';

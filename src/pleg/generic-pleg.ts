@@ -149,6 +149,14 @@ export class GenericPLEG {
     return `pleg was last seen active ${goDuration(elapsed)} ago; threshold is ${goDuration(thresholdMs)}`;
   }
 
+  /**
+   * What runs, as the last relist and every event since saw it: per pod UID, its sandboxes' and
+   * containers' states by ID. Undefined while the PLEG is not healthy (it may be stale then).
+   */
+  seen(): ReadonlyMap<string, ReadonlyMap<string, string>> | undefined {
+    return this.healthy() ? this.last : undefined;
+  }
+
   /** Pods in the last relist (for /metrics). */
   get podCount(): number {
     return this.last.size;

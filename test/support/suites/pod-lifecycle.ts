@@ -5,7 +5,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
@@ -417,6 +418,32 @@ test('at rest, a resync reads the pod from the pod cache, not the runtime; a con
   } finally {
     await cleanupAgent(quick, rt.endpoint);
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a pod of this node that no worker has (started behind the agent\'s back) is killed by housekeeping, as the kubelet\'s HandlePodCleanups does', async () => {
+  const uid = randomUUID();
+  const logDir = join(env.podLogRoot, `${NS}_unwanted_${uid}`);
+  mkdirSync(logDir, { recursive: true });
+  const config = {
+    metadata: { name: 'unwanted', uid, namespace: NS, attempt: 0 },
+    hostname: 'unwanted',
+    log_directory: logDir,
+    labels: { 'nodelet.io/node-name': node, 'io.kubernetes.pod.uid': uid },
+    linux: { security_context: { namespace_options: { network: 'POD' as const, pid: 'CONTAINER' as const, ipc: 'POD' as const } } },
+  };
+  const sb = await cri.runPodSandbox(config);
+  const c = await cri.createContainer(sb, { metadata: { name: 'c', attempt: 0 }, image: { image: env.testImage }, command: ['sleep', '3600'], labels: { 'nodelet.io/node-name': node, 'io.kubernetes.pod.uid': uid, 'io.kubernetes.container.name': 'c', 'io.kubernetes.pod.name': 'unwanted', 'io.kubernetes.pod.namespace': NS }, log_path: 'c/0.log' }, config);
+  await cri.startContainer(c);
+  try {
+    await eventually('the unwanted pod stopped', 30_000, async () => {
+      const [s] = await cri.listPodSandbox({ id: sb });
+      const [k] = await cri.listContainers({ id: c });
+      return s?.state === 'SANDBOX_NOTREADY' && k?.state === 'CONTAINER_EXITED' ? true : undefined;
+    });
+  } finally {
+    await cri.stopPodSandbox(sb).catch(() => undefined);
+    await cri.removePodSandbox(sb).catch(() => undefined);
   }
 });
 

@@ -299,7 +299,7 @@ export class Agent implements PodSyncer {
       // No API list to wait for: the static pods are every source there is.
       this.sourcesReady = true;
     }
-    this.logRotation = new ContainerLogManager(this.cri, { maxSizeBytes: opts.containerLogMaxSizeBytes, maxFiles: opts.containerLogMaxFiles }, this.clock, this.logger, opts.containerLogMonitorIntervalMs);
+    this.logRotation = new ContainerLogManager(this.cri, { maxSizeBytes: opts.containerLogMaxSizeBytes, maxFiles: opts.containerLogMaxFiles }, this.clock, this.logger, opts.containerLogMonitorIntervalMs, opts.nodeName);
     this.logRotation.start();
     this.metrics.sizes = () =>
       internalSizes({

@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { RuntimeService } from '../cri/services.js';
+import { NodeNameLabel } from '../runtime/labels.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../util/clock.js';
 
@@ -72,6 +73,8 @@ export class ContainerLogManager {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly monitorMs = 10_000,
+    /** Only this node's containers: a runtime shared with other agents keeps theirs to them. */
+    private readonly nodeName?: string,
   ) {}
 
   /** Containers whose log path is remembered (for /metrics). */
@@ -93,7 +96,7 @@ export class ContainerLogManager {
     if (this.running) return;
     this.running = true;
     try {
-      const containers = await this.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
+      const containers = await this.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' }, ...(this.nodeName ? { label_selector: { [NodeNameLabel]: this.nodeName } } : {}) });
       const listed = new Set(containers.map((c) => c.id));
       for (const id of this.logPaths.keys()) if (!listed.has(id)) this.logPaths.delete(id);
       for (const c of containers) {

@@ -65,3 +65,12 @@ test('when the runtime cannot reopen the log it is renamed back, to be tried aga
   assert.ok(existsSync(log));
   assert.deepEqual(readdirSync(dir), ['0.log']);
 });
+
+test('only the node\'s own containers are looked at, when the runtime is shared with other agents', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rot-'));
+  const rt = fakeRuntime(join(dir, '0.log'));
+  const filters: unknown[] = [];
+  const m = new ContainerLogManager({ ...rt, listContainers: async (f?: unknown) => (filters.push(f), []) as never }, { maxSizeBytes: 10, maxFiles: 5 }, new FakeClock(), silentLogger(), 10_000, 'node-a');
+  await m.rotateAll();
+  assert.deepEqual(filters, [{ state: { state: 'CONTAINER_RUNNING' }, label_selector: { 'nodelet.io/node-name': 'node-a' } }]);
+});

@@ -8,25 +8,33 @@ import { determinePodSandboxIPs, getPodSandboxes, getSandboxesByPodUID } from '.
 import type { PodStatus, RunningPod } from './types.js';
 
 export async function getPodStatus(deps: RuntimeManagerDeps, uid: string, name: string, namespace: string): Promise<PodStatus> {
-  const sandboxes = await getSandboxesByPodUID(deps, uid);
-  const sandboxStatuses: PodSandboxStatus[] = [];
-  let ips: string[] = [];
-  for (const [idx, sb] of sandboxes.entries()) {
-    let status: PodSandboxStatus | null;
-    try {
-      status = (await deps.runtime.podSandboxStatus(sb.id)).status;
-    } catch (err) {
-      // Removed between the list and this call: as if not listed.
-      if (isNotFound(err)) continue;
-      throw new Error(`failed to get sandbox ${sb.id} status for pod ${namespace}/${name}: ${(err as Error).message}`, { cause: err });
-    }
-    if (!status) throw new Error('pod sandbox status is nil');
-    sandboxStatuses.push(status);
-    // Only the newest sandbox gives the pod its IPs.
-    if (idx === 0 && status.state === 'SANDBOX_READY') ips = determinePodSandboxIPs(status);
-  }
-  const containerStatuses = await getPodContainerStatuses(deps, uid);
+  // Sandboxes and containers are read side by side (each status call too): this is on every start's
+  // path, twice. Nothing creates them for this pod meanwhile: only its own worker does, and it is here.
+  const [sandboxes, containerStatuses] = await Promise.all([sandboxStatusesOf(deps, uid, name, namespace), getPodContainerStatuses(deps, uid)]);
+  const sandboxStatuses = sandboxes.filter((s): s is PodSandboxStatus => s !== undefined);
+  // Only the newest sandbox gives the pod its IPs (none when it was removed since the list).
+  const newest = sandboxes[0];
+  const ips = newest?.state === 'SANDBOX_READY' ? determinePodSandboxIPs(newest) : [];
   return { uid, name, namespace, ips, sandboxStatuses, containerStatuses, timestamp: deps.clock.now() };
+}
+
+/** The pod's sandboxes' statuses, newest first; undefined for one removed between the list and its status. */
+async function sandboxStatusesOf(deps: RuntimeManagerDeps, uid: string, name: string, namespace: string): Promise<Array<PodSandboxStatus | undefined>> {
+  const sandboxes = await getSandboxesByPodUID(deps, uid);
+  return Promise.all(
+    sandboxes.map(async (sb) => {
+      let status: PodSandboxStatus | null;
+      try {
+        status = (await deps.runtime.podSandboxStatus(sb.id)).status;
+      } catch (err) {
+        // Removed between the list and this call: as if not listed.
+        if (isNotFound(err)) return undefined;
+        throw new Error(`failed to get sandbox ${sb.id} status for pod ${namespace}/${name}: ${(err as Error).message}`, { cause: err });
+      }
+      if (!status) throw new Error('pod sandbox status is nil');
+      return status;
+    }),
+  );
 }
 
 /** Pods grouped from the runtime's sandboxes and containers; with `all`, dead ones too (for GC). */

@@ -111,7 +111,8 @@ export class VolumeManager {
     this.opts.secrets?.setReferences(uid, refs.secrets.map((name) => ({ namespace: ns, name })));
 
     const paths = this.opts.host.paths;
-    for (const d of [paths.podDir(uid), join(paths.podDir(uid), 'volumes'), join(paths.podDir(uid), 'plugins')]) await mkdir(d, { recursive: true, mode: 0o750 });
+    // Made once: the directories go only with unmountPod/removePod, which forget the pod too.
+    if (!this.mounted.has(uid)) for (const d of [paths.podDir(uid), join(paths.podDir(uid), 'volumes'), join(paths.podDir(uid), 'plugins')]) await mkdir(d, { recursive: true, mode: 0o750 });
     const have = this.mounted.get(uid) ?? new Map<string, MountedVolume>();
     this.mounted.set(uid, have);
     const wanted = mountedVolumeNames(pod);

@@ -33,6 +33,9 @@ export interface PodCleanupContext {
   plegSeen?(): ReadonlyMap<string, ReadonlyMap<string, string>> | undefined;
 }
 
+/** Longer than the PLEG can lag behind the runtime while it is healthy (its relist period, or an event's delivery). */
+const VIEW_LAG_MS = 10_000;
+
 /** What runs in the runtime: pods with a ready sandbox or a running container, and those containers. */
 interface RunningView {
   uids: Set<string>;
@@ -79,7 +82,8 @@ export async function handlePodCleanups(ctx: PodCleanupContext): Promise<void> {
   const seen = ctx.plegSeen?.();
   let pods = seen ? undefined : await getPods(ctx.deps, false);
   const running = seen ? viewOfPleg(seen) : viewOfPods(pods!);
-  ctx.resizer.actuated.retain(running.containerIDs);
+  // A container started after the PLEG last looked is not in its view: such recent ones are kept.
+  ctx.resizer.actuated.retain(running.containerIDs, seen ? ctx.deps.clock.now() - VIEW_LAG_MS : Infinity);
   ctx.metrics.runningPods.set(running.podsWithReadySandbox);
   if ([...running.uids].some((uid) => !ctx.isKnown(uid))) {
     pods ??= await getPods(ctx.deps, false);

@@ -12,9 +12,11 @@ import type { GenerateInput } from '../status/generate.js';
 
 export class PodResizer {
   readonly allocation = new AllocationManager();
-  readonly actuated = new ActuatedResources();
+  readonly actuated: ActuatedResources;
 
-  constructor(private readonly recorder: EventRecorder, private readonly now: () => number) {}
+  constructor(private readonly recorder: EventRecorder, private readonly now: () => number) {
+    this.actuated = new ActuatedResources(now);
+  }
 
   /** A pod admitted here: what it asked for is its allocation. */
   admitted(pod: V1Pod): void {

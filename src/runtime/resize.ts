@@ -20,27 +20,34 @@ export interface ResourceValues {
 export interface Actuated {
   values: ResourceValues;
   resources: V1ResourceRequirements;
+  /** When it was recorded. */
+  at: number;
 }
 
 /** The actuated resources of containers, by container ID (the kubelet's actuated-state checkpoint). */
 export class ActuatedResources {
   private readonly byID = new Map<string, Actuated>();
 
+  constructor(private readonly now: () => number = Date.now) {}
+
   get(containerID: string): Actuated | undefined {
     return this.byID.get(containerID);
   }
 
   set(containerID: string, container: V1Container): void {
-    this.byID.set(containerID, { values: resourceValues(container), resources: structuredClone(container.resources ?? {}) });
+    this.byID.set(containerID, { values: resourceValues(container), resources: structuredClone(container.resources ?? {}), at: this.now() });
   }
 
   delete(containerID: string): void {
     this.byID.delete(containerID);
   }
 
-  /** Forgets containers the runtime no longer has. */
-  retain(containerIDs: Set<string>): void {
-    for (const id of this.byID.keys()) if (!containerIDs.has(id)) this.byID.delete(id);
+  /**
+   * Forgets containers the runtime no longer runs, of those recorded before `recordedBefore`: a view
+   * of the runtime taken earlier (the PLEG's) may not have a container started since.
+   */
+  retain(containerIDs: Set<string>, recordedBefore = Infinity): void {
+    for (const [id, a] of this.byID) if (!containerIDs.has(id) && a.at < recordedBefore) this.byID.delete(id);
   }
 
   size(): number {

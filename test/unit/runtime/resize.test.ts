@@ -131,3 +131,17 @@ test('allocation of a pod that ran before the agent restarted: what its status s
   assert.equal((m.allocatedPod(p).spec!.containers[0]!.resources!.requests as Record<string, string>).cpu, '100m');
   assert.ok(m.resizeRequested(p));
 });
+
+test('retain forgets containers no longer running, but not those recorded after the view was taken', () => {
+  let now = 1000;
+  const actuated = new ActuatedResources(() => now);
+  const c = { name: 'c', resources: { limits: { cpu: '100m' } } };
+  actuated.set('old', c);
+  actuated.set('running', c);
+  now = 20_000;
+  actuated.set('new', c); // started after the view below was taken
+  actuated.retain(new Set(['running']), 10_000);
+  assert.deepEqual(['old', 'running', 'new'].map((id) => actuated.get(id) !== undefined), [false, true, true]);
+  actuated.retain(new Set(['running']));
+  assert.equal(actuated.get('new'), undefined, 'a fresh list of the runtime judges every entry');
+});

@@ -33,9 +33,9 @@ export async function setUpAtomicVolume(ctx: VolumeContext, plugin: PluginName, 
   return { name, plugin, path: dir, readOnly: true, remount: true };
 }
 
-/** Unmounts whatever is mounted at or under `dir`, then removes it. */
-export async function tearDownVolumeDir(mounter: Mounter, dir: string): Promise<void> {
-  for (const m of await mounter.mountsUnder(dir)) await mounter.unmount(m);
+/** Unmounts whatever is mounted at or under `dir` (`mounts`, if just read), then removes it. */
+export async function tearDownVolumeDir(mounter: Mounter, dir: string, mounts?: string[]): Promise<void> {
+  for (const m of mounts ?? (await mounter.mountsUnder(dir))) await mounter.unmount(m);
   await rm(dir, { recursive: true, force: true });
 }
 

@@ -37,5 +37,5 @@ export const configMapPlugin: VolumePlugin = {
       configMapPayload(await readConfigMap(ctx, src.name ?? '', optional), src.items, src.defaultMode, optional),
     );
   },
-  tearDown: (host, path) => tearDownVolumeDir(host.mounter, path),
+  tearDown: (host, path, mounts) => tearDownVolumeDir(host.mounter, path, mounts),
 };

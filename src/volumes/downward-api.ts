@@ -70,5 +70,5 @@ export const downwardAPIPlugin: VolumePlugin = {
     const src = ctx.volume.downwardAPI!;
     return setUpAtomicVolume(ctx, PLUGINS.downwardAPI, downwardAPIPlugin.path(ctx), true, async () => downwardAPIPayload(ctx.pod, src.items ?? [], src.defaultMode, ctx.host.allocatable()));
   },
-  tearDown: (host, path) => tearDownVolumeDir(host.mounter, path),
+  tearDown: (host, path, mounts) => tearDownVolumeDir(host.mounter, path, mounts),
 };

@@ -56,5 +56,5 @@ export const emptyDirPlugin: VolumePlugin = {
     }
     return { name: ctx.volume.name, plugin: PLUGINS.emptyDir, path: dir, readOnly: false, remount: false };
   },
-  tearDown: (host, path) => tearDownVolumeDir(host.mounter, path),
+  tearDown: (host, path, mounts) => tearDownVolumeDir(host.mounter, path, mounts),
 };

@@ -64,5 +64,5 @@ export const projectedPlugin: VolumePlugin = {
   name: PLUGINS.projected,
   path: (ctx) => ctx.host.paths.volumeDir(ctx.pod.metadata?.uid ?? '', PLUGINS.projected, ctx.volume.name),
   setUp: (ctx) => setUpAtomicVolume(ctx, PLUGINS.projected, projectedPlugin.path(ctx), true, () => projectedPayload(ctx)),
-  tearDown: (host, path) => tearDownVolumeDir(host.mounter, path),
+  tearDown: (host, path, mounts) => tearDownVolumeDir(host.mounter, path, mounts),
 };

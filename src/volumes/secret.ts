@@ -30,5 +30,5 @@ export const secretPlugin: VolumePlugin = {
       secretPayload(await readSecret(ctx, src.secretName ?? '', optional), src.items, src.defaultMode, optional),
     );
   },
-  tearDown: (host, path) => tearDownVolumeDir(host.mounter, path),
+  tearDown: (host, path, mounts) => tearDownVolumeDir(host.mounter, path, mounts),
 };

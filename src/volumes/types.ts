@@ -42,8 +42,11 @@ export interface VolumePlugin {
   /** The volume's path, whether or not it is set up. */
   path(ctx: VolumeContext): string;
   setUp(ctx: VolumeContext): Promise<MountedVolume>;
-  /** Removes what setUp made (unmounting first where it mounted). */
-  tearDown(host: VolumeHost, path: string): Promise<void>;
+  /**
+   * Removes what setUp made (unmounting first where it mounted). `mounts`: the mount points at or
+   * under `path`, deepest first, when the caller has just read them (else they are read here).
+   */
+  tearDown(host: VolumeHost, path: string, mounts?: string[]): Promise<void>;
 }
 
 /** A volume that could not be set up; its message is the plugin's, as the kubelet words it. */

@@ -7,7 +7,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import https from 'node:https';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { CriClient } from '../src/cri/client.js';
@@ -236,7 +236,28 @@ async function scrape(url: string | undefined): Promise<Scrape | undefined> {
  * watch, the agent's RSS and CPU from /proc/`pid`, API requests from the API server's counter.
  */
 
-async function measureAgent(node: string, pid: number, plan: Plan, nodeProcesses: NodeProcesses, metricsUrl?: string): Promise<Measured> {
+/**
+ * Waits until the agent has cleaned up after the pods deleted so far: no more pod directories under
+ * its root-dir than pods of the node still in the API. A rest window measures the node at rest, and
+ * the clean-up of 500 deleted pods (their volumes' unmounts, their directories, their logs) ran for
+ * a minute into the probed pods' window before this wait (the same wait for every agent).
+ */
+async function settled(w: PodWatch, rootDir: string, what: string): Promise<void> {
+  const t0 = performance.now();
+  const dirs = () => {
+    try {
+      return readdirSync(join(rootDir, 'pods')).length;
+    } catch {
+      return 0;
+    }
+  };
+  const live = () => [...w.readyAt.keys()].filter((n) => !w.deletedAt.has(n)).length;
+  const ok = await w.until(`${what}: the deleted pods' directories gone`, () => dirs() <= live(), 300_000);
+  const s = Math.round((performance.now() - t0) / 100) / 10;
+  if (s >= 1 || !ok) console.log(`  ${what}: ${ok ? '' : 'NOT '}cleaned up after the deleted pods in ${s} s`);
+}
+
+async function measureAgent(node: string, pid: number, plan: Plan, nodeProcesses: NodeProcesses, rootDir: string, metricsUrl?: string): Promise<Measured> {
   const w = new PodWatch();
   await w.start(node);
   try {
@@ -287,6 +308,7 @@ async function measureAgent(node: string, pid: number, plan: Plan, nodeProcesses
         // At rest with the first density's pods running, over a whole minute: an agent's periodic
         // work (resyncs, GC, housekeeping) comes once a minute, and a shorter window over- or
         // under-counts it by chance.
+        await settled(w, rootDir, `${group} at rest`);
         await sleep(plan.restMs);
         const a = procStat(pid);
         const nodeBefore = readProcesses();
@@ -302,6 +324,7 @@ async function measureAgent(node: string, pid: number, plan: Plan, nodeProcesses
     // Probes' cost: pods at rest whose probes run, measured over twice the rest time (several periods).
     const probedNames = await createProbed(node, plan.probed);
     const probedOk = await w.until('probed Ready', () => probedNames.every((p) => w.readyAt.has(p)), 600_000);
+    await settled(w, rootDir, 'probed at rest');
     await sleep(plan.restMs);
     const pa = procStat(pid);
     await sleep(REST_WINDOW_MS);
@@ -350,7 +373,7 @@ async function measureNodelet(plan: Plan): Promise<Measured> {
   const node = uniqueNodeName('bench-nodelet');
   const agent = await startAgent(node, ['--log-level', 'info', '--max-pods', String(MAX_PODS)]);
   try {
-    return await measureAgent(node, agent.process.pid!, plan, containerdNodeOf(agent.process.pid!), `http://127.0.0.1:${agent.localPort}/metrics`);
+    return await measureAgent(node, agent.process.pid!, plan, containerdNodeOf(agent.process.pid!), agent.rootDir, `http://127.0.0.1:${agent.localPort}/metrics`);
   } finally {
     await stopNodelet(agent);
     // Sandboxes of deleted pods that the agent had not collected yet.
@@ -374,7 +397,7 @@ async function measureKubelet(plan: Plan): Promise<{ measured: Measured; version
   await sweepBenchSandboxes(env.runtimeEndpoint, (n) => n?.startsWith('bench-') ?? false);
   const kubelet = await timed('the kubelet: start until its node is Ready', () => startKubelet(core, { node: KUBELET_NODE, maxPods: MAX_PODS }));
   try {
-    return { measured: await measureAgent(kubelet.node, kubelet.pid, plan, containerdNodeOf(kubelet.pid)), version: kubelet.version };
+    return { measured: await measureAgent(kubelet.node, kubelet.pid, plan, containerdNodeOf(kubelet.pid), kubelet.rootDir), version: kubelet.version };
   } finally {
     await timed('the kubelet: stop and clean up', () => kubelet.stop());
   }
@@ -386,7 +409,7 @@ async function measureNodeletProcess(plan: Plan): Promise<Measured> {
   const { config, root } = processRuntimeAgentConfig(join(env.clusterDir, 'bench', 'process'), 'bench-process.sock');
   const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--max-pods', String(Math.max(MAX_PODS, PROCESS_TOP + 10))]);
   try {
-    return await measureAgent(node, agent.process.pid!, plan, processRuntimeNode(agent.process.pid!), `http://127.0.0.1:${agent.localPort}/metrics`);
+    return await measureAgent(node, agent.process.pid!, plan, processRuntimeNode(agent.process.pid!), agent.rootDir, `http://127.0.0.1:${agent.localPort}/metrics`);
   } finally {
     await stopNodelet(agent);
     resetProcessRuntime(root);

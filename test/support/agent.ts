@@ -13,6 +13,8 @@ export interface RunningAgent {
   localPort: number;
   process: ChildProcess;
   logFile: string;
+  /** Its --root-dir (pods' directories under pods/). */
+  rootDir: string;
   /** Every log line so far, parsed. */
   lines: Array<Record<string, unknown>>;
   /** SIGTERM and wait for exit; returns the exit code. */
@@ -33,6 +35,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
   const logFile = join(logDir, `${nodeName}.log`);
   const out = createWriteStream(logFile, { flags: 'a' });
   const localPort = await freePort();
+  const rootDir = join(logDir, nodeName);
   const child = spawn(
     join(projectRoot, 'dist/src/cli/main.js'),
     [
@@ -42,7 +45,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
       '--runtime-endpoint', env.runtimeEndpoint,
       '--pod-log-root', env.podLogRoot,
       // Each agent's pod directories (volumes, /etc/hosts, termination messages) of its own.
-      '--root-dir', join(logDir, nodeName),
+      '--root-dir', rootDir,
       // The node API on a port of its own, with the cluster's node serving certificate; the
       // read-only port (loopback, plain HTTP) is where the tests read /healthz, /pods, /metrics.
       '--port', '0',
@@ -91,6 +94,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     localPort,
     process: child,
     logFile,
+    rootDir,
     lines,
     async stop() {
       if (!dead) child.kill('SIGTERM');

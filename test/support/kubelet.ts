@@ -27,6 +27,8 @@ export interface RunningKubelet {
   pid: number;
   version: string;
   logFile: string;
+  /** Its --root-dir (pods' directories under pods/). */
+  rootDir: string;
   /** SIGTERM (SIGKILL after 15 s), then everything it leaves: sandboxes, mounts, Node, CSINode, Lease. */
   stop(): Promise<void>;
 }
@@ -208,6 +210,7 @@ export async function startKubelet(core: k8s.CoreV1Api, opts: KubeletOptions): P
     pid,
     version: bin.version,
     logFile,
+    rootDir: root,
     async stop() {
       await stopPid(pid, 15_000);
       process.removeListener('exit', onExit);

@@ -49,6 +49,6 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 echo "nodelet runs standalone as node $NODELET_RUN_NODE (log: $RUN_DIR/nodelet.log); pods from $NODELET_RUN_PODS"
-echo "try: curl http://127.0.0.1:8080/    Ctrl-C stops everything"
+echo "live page: http://127.0.0.1:$PORT/debug    try: curl http://127.0.0.1:8080/    Ctrl-C stops everything"
 echo
 "${nodelet[@]}" get pods -w --server "http://127.0.0.1:$PORT"

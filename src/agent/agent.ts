@@ -17,11 +17,14 @@ import { Metrics } from '../observability/metrics.js';
 import type { GenericPLEG } from '../pleg/generic-pleg.js';
 import { newPlegs, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
+import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
 import { RuntimeState } from './runtime-state.js';
-import { NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../pods/pod-workers.js';
+import { gracePeriodSeconds, NETWORK_NOT_READY_MESSAGE, NetworkNotReadyError, PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType, type WorkTrigger } from '../pods/pod-workers.js';
+import { explainTermination } from '../runtime/plan.js';
+import { DebugView } from './debug-view.js';
 import type { NodeletConfig } from '../config/config.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { isBackOffReason } from '../runtime/errors.js';
@@ -40,9 +43,6 @@ import { startNodeApi, type NodeApi } from '../server/serve.js';
 import { NodeController } from '../kube/node-controller.js';
 import { EventReasons, podRef } from '../kube/object-ref.js';
 import { activeDeadline, type ActiveDeadline } from '../pods/active-deadline.js';
-import { admitPodHere } from '../pods/admission.js';
-import { appArmorEnabledOnHost } from '../pods/apparmor.js';
-import { SysctlAllowlist } from '../pods/sysctls.js';
 import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus, type GenerateInput } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
@@ -95,15 +95,14 @@ export class Agent implements PodSyncer {
   /** What the runtime last said of each pod, for resyncs nothing has changed since (see PodCache). */
   private readonly podCache = new PodCache({ now: () => this.clock.now(), maxAgeMs: POD_CACHE_MAX_AGE_MS, watching: () => this.pleg?.healthy() ?? false });
   private readonly startTrace: StartTrace;
+  /** Plans, sync history and the live summary served at /debug. */
+  readonly debug: DebugView;
   private readonly loops: Array<{ timer?: Timer }> = [];
   private stopping = false;
   private housekeepingRunning = false;
   private nodeController?: NodeController;
   private imageGC?: ImageGCManager;
-  private readonly sysctls: SysctlAllowlist;
-  private readonly appArmorEnabled = appArmorEnabledOnHost();
-  /** Pods refused by admission: they never reach a worker. */
-  private readonly rejected = new Set<string>();
+  private readonly admission: PodAdmission;
   private readonly resizer: PodResizer;
   private sourcesReady = false;
   /** Standalone: the node as admission sees it, built from the config and the host. */
@@ -118,7 +117,6 @@ export class Agent implements PodSyncer {
     this.clock = new CountingClock(deps.clock ?? realClock);
     this.startTrace = new StartTrace(this.clock, this.metrics);
     this.logger = deps.logger;
-    this.sysctls = new SysctlAllowlist(config.allowedUnsafeSysctls);
     this.identity = nodeIdentity(config, { logger: this.logger, clock: this.clock });
     this.kube = this.identity.client;
     const kube = this.kube;
@@ -159,8 +157,31 @@ export class Agent implements PodSyncer {
       backoffPeriodMs: opts.podWorkerBackOffPeriodMs,
       maxConcurrentSyncs: opts.maxConcurrentSyncs,
     });
+    this.debug = new DebugView(
+      {
+        clock: this.clock,
+        workers: this.workers,
+        pods: () => this.pods(),
+        podStatus: (uid) => this.statusManager.podStatus(uid),
+        deps: () => this.deps,
+        allocatedPod: (pod) => this.resizer.allocatedPod(pod),
+      },
+      opts.syncHistoryLength,
+    );
     this.volumes = newVolumes({ rootDir: opts.rootDir, kube, recorder: this.recorder, logger: this.logger, clock: this.clock, node: () => this.nodeController?.nodeObject ?? this.localNode });
-    const onPod = (type: UpdateType) => (pod: V1Pod) => this.handlePod(pod, type);
+    this.admission = new PodAdmission({
+      workers: this.workers,
+      resizer: this.resizer,
+      node: () => this.nodeController?.nodeObject ?? this.localNode,
+      allowedUnsafeSysctls: config.allowedUnsafeSysctls,
+      setPodStatus: (pod, st) => this.statusManager.setPodStatus(pod, st),
+      recorder: this.recorder,
+      logger: this.logger,
+      kube,
+      nodeIP: () => this.deps.nodeIP,
+      now: () => this.clock.now(),
+    });
+    const onPod = (type: UpdateType) => (pod: V1Pod) => this.admission.handlePod(pod, type);
     if (opts.staticPodPath) {
       this.staticPods = new StaticPodSource(opts.staticPodPath, opts.nodeName, { onAdd: onPod('create'), onDelete: onPod('delete') }, this.logger);
     }
@@ -178,7 +199,7 @@ export class Agent implements PodSyncer {
       handler: {
         onAdd: (pod) => {
           this.startTrace.seen(pod.metadata?.uid ?? '');
-          this.handlePod(pod, 'create');
+          this.admission.handlePod(pod, 'create');
         },
         onUpdate: onPod('update'),
         onDelete: onPod('delete'),
@@ -258,6 +279,7 @@ export class Agent implements PodSyncer {
       podStatus: (uid) => this.statusManager.podStatus(uid),
       runtime: () => this.cri,
       runningPods: () => getPods(this.deps, false),
+      debug: this.debug,
       stats: statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now()),
       healthy: () => this.health(),
       metrics: this.metrics,
@@ -314,7 +336,7 @@ export class Agent implements PodSyncer {
         reflector: this.reflector,
         services: this.services,
         logRotation: this.logRotation,
-        agentMaps: { last_sync: this.lastSync, pod_cache: this.podCache, start_trace: this.startTrace, rejected: this.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
+        agentMaps: { last_sync: this.lastSync, pod_cache: this.podCache, start_trace: this.startTrace, rejected: this.admission.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
       });
     this.pleg.start();
     this.eventedPleg?.start();
@@ -369,62 +391,6 @@ export class Agent implements PodSyncer {
     return { ok: true, detail: 'ok' };
   }
 
-  /** Pod source events: admission for pods new to this agent, then the pod workers. */
-  private handlePod(pod: V1Pod, type: UpdateType): void {
-    const uid = pod.metadata?.uid ?? '';
-    // Our own mirror pods come back through the API watch: they are shadows, not pods to run.
-    if (isMirrorPod(pod)) return;
-    if (this.rejected.has(uid)) {
-      if (type === 'delete') this.rejected.delete(uid);
-      else if (pod.metadata?.deletionTimestamp) void this.deleteFromApi(pod);
-      return;
-    }
-    if (type !== 'delete' && !this.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
-      const node = this.nodeController?.nodeObject ?? this.localNode;
-      const admitted = this.workers.activePods().map((p) => this.resizer.allocatedPod(p));
-      const verdict = admitPodHere(pod, { node, admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
-      if (!verdict.admit) {
-        this.reject(pod, verdict.reason, verdict.message);
-        return;
-      }
-      this.resizer.admitted(pod);
-    } else if (type === 'update' && !pod.metadata?.deletionTimestamp) {
-      this.resize(pod);
-    }
-    this.workers.updatePod(pod, type);
-  }
-
-  /** A new spec of a running pod: a resize is allocated, or waits for room. */
-  private resize(pod: V1Pod): boolean {
-    const others = () => this.workers.activePods().filter((p) => p.metadata?.uid !== pod.metadata?.uid);
-    return this.resizer.update(pod, this.nodeController?.nodeObject ?? this.localNode, others);
-  }
-
-  private reject(pod: V1Pod, reason: string, message: string): void {
-    this.rejected.add(pod.metadata?.uid ?? '');
-    this.logger.warn('pod rejected by admission', { ...podFields(pod), reason, message });
-    this.recorder.event(podRef(pod), 'Warning', reason, message);
-    this.statusManager.setPodStatus(pod, {
-      ...(pod.status ?? {}),
-      phase: 'Failed',
-      reason,
-      // The kubelet's words: `kubectl describe` shows "Pod was rejected: <why>".
-      message: `Pod was rejected: ${message}`,
-      hostIP: this.deps.nodeIP,
-      startTime: pod.status?.startTime ?? new Date(this.clock.now()),
-    });
-  }
-
-  private async deleteFromApi(pod: V1Pod): Promise<void> {
-    if (!this.kube || isStaticPod(pod)) return;
-    try {
-      await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', pod.metadata?.uid ?? '');
-    } catch (err) {
-      const code = httpCode(err);
-      if (code !== 404 && code !== 409) this.logger.warn('delete of a rejected pod failed', { ...podFields(pod), error: apiErrorMessage(err) });
-    }
-  }
-
   // PodSyncer
 
   /** The pod's API status from the runtime's view of it, the last sync's results, its probes and its resize. */
@@ -438,7 +404,23 @@ export class Agent implements PodSyncer {
     return activeDeadline(pod.spec?.activeDeadlineSeconds, start, this.clock.now());
   }
 
-  async syncPod(pod: V1Pod, _type: UpdateType): Promise<SyncOutcome> {
+  async syncPod(pod: V1Pod, _type: UpdateType, trigger: WorkTrigger = 'watch'): Promise<SyncOutcome> {
+    const uid = pod.metadata?.uid ?? '';
+    const at = this.clock.now();
+    const before = this.lastSync.get(uid);
+    try {
+      const outcome = await this.syncPodNow(pod);
+      const result = this.lastSync.get(uid);
+      this.debug.recordSync(uid, trigger, at, result !== before ? result : undefined);
+      return outcome;
+    } catch (err) {
+      const result = this.lastSync.get(uid);
+      this.debug.recordSync(uid, trigger, at, result !== before ? result : undefined, err as Error);
+      throw err;
+    }
+  }
+
+  private async syncPodNow(pod: V1Pod): Promise<SyncOutcome> {
     const uid = pod.metadata?.uid ?? '';
     this.startTrace.syncBegan(uid);
     // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
@@ -528,9 +510,13 @@ export class Agent implements PodSyncer {
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const status = await getPodStatus(this.deps, uid, name, namespace);
     this.probes.stopLivenessAndStartup(pod);
+    const at = this.clock.now();
+    const steps = explainTermination(pod, status, pod.metadata?.deletionTimestamp ? `the pod is being deleted (grace period ${gracePeriodSeconds(pod)} s)` : 'the pod has finished');
     const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status), undefined, signal);
     if (signal.aborted) throw new Error('kill cut short by a shorter grace period');
     const err = kill.error();
+    this.debug.recordTermination(uid, at, steps, err);
+    this.logger.debug('sync plan', { ...podFields(pod), plan: steps.map((s) => s.text) });
     if (err) throw err;
     // Its containers have stopped: nothing left to probe.
     this.probes.removePod(pod);
@@ -552,6 +538,7 @@ export class Agent implements PodSyncer {
     if (removedFromApi || pod.metadata?.deletionTimestamp) {
       this.lastSync.delete(uid);
       this.podCache.forget(uid);
+      this.debug.retire(pod);
       this.startTrace.forget(uid);
     }
     if (removedFromApi) {
@@ -595,7 +582,7 @@ export class Agent implements PodSyncer {
         pods: () => this.pods(),
         isKnown: (uid) => this.workers.isKnown(uid),
         activePods: () => this.workers.activePods(),
-        resize: (pod) => this.resize(pod),
+        resize: (pod) => this.admission.resize(pod),
         wake: (uid) => this.workers.wake(uid),
         plegSeen: () => this.pleg.seen(),
       });

@@ -1,5 +1,7 @@
 // `nodelet get pods [-w]`: the agent's pods as `kubectl get pods` prints them, from its /pods endpoint.
 import type { V1Pod } from '@kubernetes/client-node';
+import type { DebugPod } from '../agent/debug-view.js';
+import { formatGoDuration } from '../runtime/backoff.js';
 
 /** The STATUS column, by kubectl's rules: terminating, init progress, container reasons, else the phase. */
 export function podStatusText(pod: V1Pod): string {
@@ -34,19 +36,41 @@ function age(pod: V1Pod, now: number): string {
   return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 }
 
-export function podRow(pod: V1Pod, now: number): string[] {
+/**
+ * The NEXT column: what the agent's next sync of the pod will do and when, from its /debug summary
+ * ("restart in 37s" for a crash loop's back-off, "retry in 8s" after a failed sync, "syncing" now);
+ * '-' for a pod at rest, '' when the agent does not say.
+ */
+export function nextText(d: DebugPod | undefined, now: number): string {
+  if (!d) return '';
+  const w = d.worker;
+  if (!w) return '-';
+  if (w.busy) return w.phase === 'syncing' ? 'syncing' : w.phase;
+  if (w.phase === 'terminated') return '-';
+  const waits = d.pending.filter((s) => s.verb === 'wait' && s.until !== undefined);
+  if (waits.length) {
+    const first = waits.reduce((a, b) => (a.until! <= b.until! ? a : b));
+    const who = d.containers.filter((c) => !c.init).length > 1 || first.kind !== 'regular' ? ` ${first.target}` : '';
+    return `restart${who} in ${formatGoDuration(Math.max(0, first.until! - now))}`;
+  }
+  if (w.next?.trigger === 'retry') return `retry in ${formatGoDuration(Math.max(0, w.next.at - now))}`;
+  return '-';
+}
+
+export function podRow(pod: V1Pod, now: number, debug?: DebugPod): string[] {
   const cs = pod.status?.containerStatuses ?? [];
   const total = pod.spec?.containers?.length ?? cs.length;
   const ready = cs.filter((c) => c.ready).length;
   const restarts = cs.reduce((n, c) => n + (c.restartCount ?? 0), 0);
-  return [pod.metadata?.name ?? '', `${ready}/${total}`, podStatusText(pod), String(restarts), age(pod, now)];
+  return [pod.metadata?.name ?? '', `${ready}/${total}`, podStatusText(pod), String(restarts), nextText(debug, now), age(pod, now)];
 }
 
-const HEADER = ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE'];
+const HEADER = ['NAME', 'READY', 'STATUS', 'RESTARTS', 'NEXT', 'AGE'];
 
 export function columnWidths(rows: string[][]): number[] {
-  // STATUS gets room for the longest usual reason, so watched lines stay aligned.
-  return HEADER.map((h, i) => Math.max(h.length, i === 2 ? 'CrashLoopBackOff'.length : 0, ...rows.map((r) => r[i]!.length)));
+  // STATUS and NEXT get room for their longest usual values, so watched lines stay aligned.
+  const room = [0, 0, 'CrashLoopBackOff'.length, 0, 'restart in 4m59s'.length, 0];
+  return HEADER.map((h, i) => Math.max(h.length, room[i]!, ...rows.map((r) => r[i]!.length)));
 }
 
 export function formatRows(rows: string[][], widths: number[]): string {
@@ -64,33 +88,46 @@ async function fetchPods(server: string): Promise<V1Pod[]> {
   return body.items.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
 }
 
+/** The agent's /debug summary by pod UID (empty when it has none to give: NEXT stays blank). */
+async function fetchDebug(server: string): Promise<Map<string, DebugPod>> {
+  try {
+    const res = await fetch(`${server}/debug/pods`);
+    if (!res.ok) return new Map();
+    const body = (await res.json()) as { pods: DebugPod[] };
+    return new Map(body.pods.map((p) => [p.uid, p]));
+  } catch {
+    return new Map();
+  }
+}
+
 /** Prints the table once, or with `watch` a line each time a pod's row changes (as kubectl -w). */
 export async function getPods(server: string, watch: boolean, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<void> {
   let pods: V1Pod[];
+  let debug: Map<string, DebugPod>;
   try {
-    pods = await fetchPods(server);
+    [pods, debug] = await Promise.all([fetchPods(server), fetchDebug(server)]);
   } catch (err) {
     throw new Error(`cannot reach the agent at ${server}: ${(err as Error).message}`);
   }
   const now = Date.now();
-  const rows = pods.map((p) => podRow(p, now));
+  const rows = pods.map((p) => podRow(p, now, debug.get(p.metadata?.uid ?? '')));
   const widths = columnWidths(rows);
   out(formatRows([HEADER, ...rows], widths));
   if (!watch) return;
-  // What a watched line is compared on: every column but AGE.
-  const key = (row: string[]) => row.slice(0, 4).join('|');
+  // What a watched line is compared on: the pod's columns and what NEXT says without its countdown.
+  const key = (row: string[]) => [...row.slice(0, 4), row[4]!.replace(/ in \S+$/, '')].join('|');
   const last = new Map(pods.map((p, i) => [p.metadata?.uid ?? '', key(rows[i]!)]));
   for (;;) {
     await new Promise((r) => setTimeout(r, 500));
     let current: V1Pod[];
     try {
-      current = await fetchPods(server);
+      [current, debug] = await Promise.all([fetchPods(server), fetchDebug(server)]);
     } catch {
       continue; // the agent restarting: keep watching
     }
     const t = Date.now();
     for (const p of current) {
-      const row = podRow(p, t);
+      const row = podRow(p, t, debug.get(p.metadata?.uid ?? ''));
       if (last.get(p.metadata?.uid ?? '') === key(row)) continue;
       last.set(p.metadata?.uid ?? '', key(row));
       out(formatRows([row], widths));

@@ -24,6 +24,14 @@ Usage:
                                         add an OCI image archive to the process runtime's store
   nodelet get pods [-w] [--server URL]  the agent's pods, as kubectl get pods (from its read-only port's
                                         /pods; default server http://127.0.0.1:10255)
+  nodelet plan NAMESPACE/POD [-o json] [--server URL] [--kubeconfig FILE] [--certificate-authority FILE]
+                                        what the agent's next sync of the pod would do, and why (from its
+                                        /debug; --server defaults to the read-only port http://127.0.0.1:10255;
+                                        an https:// node API is asked as the kubeconfig's user)
+  nodelet plan --file POD.yaml --runtime-endpoint ENDPOINT --node-name NAME [-o json]
+                                        the same for a pod not created yet, against a runtime
+  nodelet history NAMESPACE/POD [-o json] [--server URL] [--kubeconfig FILE] [--certificate-authority FILE]
+                                        the agent's last syncs of the pod: trigger, plan, results, times
   nodelet runtime reset --root DIR      stop and remove every container and sandbox of a process runtime
   nodelet version
   nodelet --help
@@ -172,6 +180,49 @@ async function getPodsCommand(args: string[]): Promise<void> {
   }
 }
 
+/** -o json / --output json, taken out of the arguments. */
+function outputFlag(args: string[]): { json: boolean; rest: string[] } {
+  const rest: string[] = [];
+  let json = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const value = a === '-o' || a === '--output' ? args[++i] : a.startsWith('-o=') || a.startsWith('--output=') ? a.slice(a.indexOf('=') + 1) : undefined;
+    if (value === undefined) {
+      rest.push(a);
+      continue;
+    }
+    if (value !== 'json') throw new UsageError(`-o: only json is known, got ${JSON.stringify(value)}`);
+    json = true;
+  }
+  return { json, rest };
+}
+
+async function debugCommand(kind: 'plan' | 'history', args: string[]): Promise<void> {
+  const out = outputFlag(args);
+  const { values, rest } = options(out.rest, ['server', 'kubeconfig', 'certificate-authority', 'insecure-skip-tls-verify', 'file', 'runtime-endpoint', 'node-name']);
+  const client = await import('./debug-client.js');
+  let result: unknown;
+  try {
+    if (kind === 'plan' && values.file !== undefined) {
+      if (rest.length) throw new UsageError('--file plans the pod of the file: no NAMESPACE/POD with it');
+      if (!values['runtime-endpoint'] || !values['node-name']) throw new UsageError('--file needs --runtime-endpoint and --node-name');
+      const { planFromRuntime } = await import('./plan-file.js');
+      result = await planFromRuntime(client.readPodFile(values.file), values['runtime-endpoint'], values['node-name']);
+    } else {
+      if (rest.length !== 1) throw new UsageError(`usage: nodelet ${kind} NAMESPACE/POD [-o json] [--server URL] [--kubeconfig FILE]`);
+      const { namespace, name } = client.podArg(rest[0]);
+      const target = { server: values.server, kubeconfig: values.kubeconfig, certificateAuthority: values['certificate-authority'], insecure: values['insecure-skip-tls-verify'] === 'true' };
+      result = await client.getDebug(target, client.debugPath(namespace, name, kind === 'plan'));
+    }
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    process.stderr.write(`nodelet: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  if (out.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else process.stdout.write(`${kind === 'plan' ? client.formatPlan(result as never) : client.formatHistory(result as never)}\n`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   try {
@@ -186,6 +237,7 @@ async function main(argv: string[]): Promise<void> {
     if (cmd === 'runtime' && rest[0] === 'serve') return await runtimeServe(rest.slice(1));
     if (cmd === 'runtime' && rest[0] === 'reset') return await runtimeReset(rest.slice(1));
     if (cmd === 'get') return await getPodsCommand(rest);
+    if (cmd === 'plan' || cmd === 'history') return await debugCommand(cmd, rest);
     if (cmd === 'images' && rest[0] === 'import') return await imagesImport(rest.slice(1));
     if (cmd === 'run') {
       if (rest.includes('--help') || rest.includes('-h')) {

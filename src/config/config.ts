@@ -102,6 +102,8 @@ export interface NodeletConfig {
   /** The relist's period while the runtime streams container events (0: events not used, relist only). */
   eventedPlegRelistPeriodMs: number;
   maxConcurrentSyncs: number;
+  /** Syncs kept per pod for /debug and `nodelet history` (0: no history). */
+  syncHistoryLength: number;
   crashLoopBackOff: BackoffConfig;
   /** A failed sync is retried after this, plus up to half again (the kubelet's 10 s). */
   podWorkerBackOffPeriodMs: number;
@@ -180,6 +182,7 @@ export function defaultConfig(): NodeletConfig {
     authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 } },
     featureGates: { PodLogsQuerySplitStreams: false },
     syncFrequencyMs: 60_000,
+    syncHistoryLength: 20,
     informerResyncMs: 60_000,
     plegRelistPeriodMs: 1000,
     eventedPlegRelistPeriodMs: 300_000,
@@ -304,6 +307,7 @@ const fields: Record<string, FieldSpec> = {
   plegRelistPeriod: { kind: 'duration', prop: 'plegRelistPeriodMs', min: 100 },
   eventedPlegRelistPeriod: { kind: 'duration', prop: 'eventedPlegRelistPeriodMs', min: 0 },
   maxConcurrentSyncs: { kind: 'int', min: 1, max: 1000 },
+  syncHistoryLength: { kind: 'int', min: 0, max: 1000 },
   crashLoopBackOff: { kind: 'backoff' },
   podWorkerBackOffPeriod: { kind: 'duration', prop: 'podWorkerBackOffPeriodMs', min: 100 },
   imagePullBackOff: { kind: 'backoff' },

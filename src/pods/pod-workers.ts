@@ -26,8 +26,20 @@ export interface SyncOutcome {
 }
 
 /** What the workers call; the agent implements it over the runtime manager and status manager. */
+/** What woke a worker (the sync history's trigger). */
+export type WorkTrigger = 'watch' | 'pleg' | 'resync' | 'back-off' | 'retry';
+
+/** What a worker is doing, and what it waits for (for /debug). */
+export interface WorkerState {
+  phase: PodPhaseOfWork;
+  /** A sync or kill is running now. */
+  busy: boolean;
+  /** The timer the worker waits on, and when it fires (ms since the epoch). */
+  next?: { trigger: WorkTrigger; at: number };
+}
+
 export interface PodSyncer {
-  syncPod(pod: V1Pod, type: UpdateType): Promise<SyncOutcome>;
+  syncPod(pod: V1Pod, type: UpdateType, trigger?: WorkTrigger): Promise<SyncOutcome>;
   /**
    * Stops every container and sandbox of the pod; throws if something still runs. `signal` aborts
    * when a shorter grace period arrives: the kill is then made again with it.
@@ -58,6 +70,10 @@ interface PodWork {
   pending: UpdateType | undefined;
   running: boolean;
   timer?: Timer;
+  /** Why the timer was set, and when it fires. */
+  timerFor?: { trigger: WorkTrigger; at: number };
+  /** What set `pending` when a timer did. */
+  pendingTrigger?: WorkTrigger;
   /** The kill in progress, and the grace period it was started with. */
   kill?: { abort: AbortController; graceSeconds: number };
   terminatingAt?: number;
@@ -160,6 +176,13 @@ export class PodWorkers {
     return this.work.get(uid)?.phase;
   }
 
+  /** The worker's phase, whether it works now, and the timer it waits on. */
+  state(uid: string): WorkerState | undefined {
+    const w = this.work.get(uid);
+    if (!w) return undefined;
+    return { phase: w.phase, busy: w.running, next: w.timer ? w.timerFor : undefined };
+  }
+
   size(): number {
     return this.work.size;
   }
@@ -186,20 +209,26 @@ export class PodWorkers {
     w.terminatingAt = this.opts.clock.now();
   }
 
-  private enqueue(w: PodWork, type: UpdateType): void {
+  private enqueue(w: PodWork, type: UpdateType, trigger?: WorkTrigger): void {
     // A create or update outranks a periodic sync in the label of the work that follows.
-    if (!w.pending || w.pending === 'sync' || w.pending === 'pleg') w.pending = type;
+    if (!w.pending || w.pending === 'sync' || w.pending === 'pleg') {
+      w.pending = type;
+      w.pendingTrigger = trigger;
+    }
     w.timer?.cancel();
     w.timer = undefined;
+    w.timerFor = undefined;
     if (!w.running) w.done = this.runWorker(w);
   }
 
-  private requeueAfter(w: PodWork, ms: number): void {
+  private requeueAfter(w: PodWork, ms: number, trigger: WorkTrigger): void {
     if (this.stopped) return;
     w.timer?.cancel();
+    w.timerFor = { trigger, at: this.opts.clock.now() + ms };
     w.timer = this.opts.clock.setTimer(ms, () => {
       w.timer = undefined;
-      this.enqueue(w, 'sync');
+      w.timerFor = undefined;
+      this.enqueue(w, 'sync', trigger);
     });
   }
 
@@ -212,20 +241,22 @@ export class PodWorkers {
     try {
       while (w.pending && !this.stopped) {
         const type = w.pending;
+        const trigger: WorkTrigger = type === 'pleg' ? 'pleg' : type === 'sync' ? (w.pendingTrigger ?? 'resync') : 'watch';
         w.pending = undefined;
+        w.pendingTrigger = undefined;
         const started = this.opts.clock.now();
         const operation = w.phase === 'syncing' ? type : 'terminate';
-        let requeueMs: number | undefined;
+        let requeue: { ms: number; trigger: WorkTrigger } | undefined;
         let ok = false;
         try {
-          requeueMs = await this.step(w, type);
+          requeue = await this.step(w, type, trigger);
           ok = true;
         } catch (err) {
           if (!(err instanceof KillCutShort)) {
             // As the kubelet: a failed sync is retried after a flat, jittered period, not a growing one
             // (a pod waiting for its ConfigMap or the network starts within seconds of its arrival).
-            requeueMs = this.jitter(err instanceof NetworkNotReadyError ? 1000 : (this.opts.backoffPeriodMs ?? 10_000));
-            this.opts.logger.warn('pod sync failed, will retry', { ...podFields(w.pod), phase: w.phase, error: (err as Error).message, retryInMs: Math.round(requeueMs) });
+            requeue = { ms: this.jitter(err instanceof NetworkNotReadyError ? 1000 : (this.opts.backoffPeriodMs ?? 10_000)), trigger: 'retry' };
+            this.opts.logger.warn('pod sync failed, will retry', { ...podFields(w.pod), phase: w.phase, error: (err as Error).message, retryInMs: Math.round(requeue.ms) });
           }
         } finally {
           this.opts.metrics?.podWorkerDuration.observe({ operation }, (this.opts.clock.now() - started) / 1000);
@@ -234,7 +265,7 @@ export class PodWorkers {
           this.forget(w);
           return;
         }
-        if (!w.pending && requeueMs !== undefined) this.requeueAfter(w, requeueMs);
+        if (!w.pending && requeue !== undefined) this.requeueAfter(w, requeue.ms, requeue.trigger);
       }
     } finally {
       w.running = false;
@@ -242,13 +273,13 @@ export class PodWorkers {
   }
 
   /** One unit of work; returns when to run again (undefined: only on the next update). */
-  private async step(w: PodWork, type: UpdateType): Promise<number | undefined> {
+  private async step(w: PodWork, type: UpdateType, trigger: WorkTrigger): Promise<{ ms: number; trigger: WorkTrigger } | undefined> {
     if (w.phase === 'syncing') {
       // Only syncs take one of the bounded slots.
-      const outcome = await this.semaphore.runExclusive(() => this.opts.syncer.syncPod(w.pod, type));
+      const outcome = await this.semaphore.runExclusive(() => this.opts.syncer.syncPod(w.pod, type, trigger));
       if (!outcome.terminal) {
         const resync = this.jitter(this.resyncMs);
-        return outcome.requeueAfterMs !== undefined ? Math.min(outcome.requeueAfterMs, resync) : resync;
+        return outcome.requeueAfterMs !== undefined && outcome.requeueAfterMs < resync ? { ms: outcome.requeueAfterMs, trigger: 'back-off' } : { ms: resync, trigger: 'resync' };
       }
       this.startTerminating(w);
     }

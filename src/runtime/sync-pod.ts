@@ -23,6 +23,7 @@ import { computePodResizeAction } from './resize.js';
 import { linuxContainerResources } from './resources.js';
 import { createPodSandbox, determinePodSandboxIPs, generatePodSandboxConfig } from './sandbox.js';
 import { PodSyncResult, SyncResult } from './sync-result.js';
+import { acts, explainPodActions } from './plan.js';
 import { runningPodFromStatus, type PodStatus } from './types.js';
 
 /** Whether the container is still backing off from its last exit; records BackOff when it is. */
@@ -51,17 +52,11 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
   const result = new PodSyncResult();
   const fields = podFields(pod);
 
-  // Step 1
+  // Step 1, explained before anything acts (the back-off read here is what the starts will meet).
   const actions = computePodActions(pod, status, deps.probes);
-  deps.logger.debug('computePodActions', {
-    ...fields,
-    killPod: actions.killPod,
-    createSandbox: actions.createSandbox,
-    attempt: actions.attempt,
-    initStart: actions.initContainersToStart.map((i) => pod.spec!.initContainers![i]!.name),
-    start: actions.containersToStart.map((i) => pod.spec!.containers[i]!.name),
-    kill: [...actions.containersToKill.values()].map((k) => k.name),
-  });
+  result.plan = explainPodActions({ pod, status, actions, probes: deps.probes, backoff: deps.crashLoopBackoff });
+  const acting = result.plan.filter(acts);
+  if (acting.length) deps.logger.debug('sync plan', { ...fields, plan: acting.map((s) => s.text) });
   if (actions.createSandbox && actions.sandboxID !== '') {
     deps.recorder.event(podRef(pod), 'Normal', EventReasons.SandboxChanged, 'Pod sandbox changed, it will be killed and re-created.');
   }
@@ -82,8 +77,10 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     // Step 3
     for (const [containerID, info] of actions.containersToKill) {
       const r = result.add(new SyncResult('KillContainer', info.name));
+      const t0 = deps.clock.now();
       try {
         await killContainer(deps, pod, containerID, info.name, info.message, info.reason);
+        r.durationMs = deps.clock.now() - t0;
       } catch (err) {
         r.fail(Reasons.KillContainer, (err as Error).message);
         deps.logger.error('kill container failed', { ...fields, container: info.name, error: (err as Error).message });
@@ -102,8 +99,10 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
   if (actions.createSandbox) {
     deps.metrics.startedPods.inc();
     const r = result.add(new SyncResult('CreatePodSandbox', `${pod.metadata?.namespace}/${pod.metadata?.name}`));
+    const t0 = deps.clock.now();
     try {
       sandboxID = await createPodSandbox(deps, pod, actions.attempt);
+      r.durationMs = deps.clock.now() - t0;
     } catch (err) {
       deps.metrics.startedPodsErrors.inc();
       // A pod deleted while its sandbox was being created is not an error worth reporting.
@@ -160,8 +159,10 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
       r.retryAfterMs = bo.remainingMs;
       return false;
     }
+    const t0 = deps.clock.now();
     try {
       await startContainer(deps, { sandboxID, sandboxConfig, container, type, pod, podStatus: status, podIPs, pullSecrets: pull.secrets });
+      r.durationMs = deps.clock.now() - t0;
       deps.metrics.startedContainers.inc({ container_type: metricType(type) });
       return true;
     } catch (err) {

@@ -1,5 +1,6 @@
 // The outcome of each action of one SyncPod (the kubelet's PodSyncResult), read by the status code.
 import type { Reason } from './errors.js';
+import type { PlanStep } from './plan.js';
 
 export type SyncAction =
   | 'StartContainer'
@@ -15,6 +16,8 @@ export class SyncResult {
   message = '';
   /** For a back-off: when a retry can succeed. */
   retryAfterMs?: number;
+  /** How long the action took (set where it ran). */
+  durationMs?: number;
 
   constructor(readonly action: SyncAction, readonly target: string) {}
 
@@ -32,6 +35,8 @@ export class PodSyncResult {
   readonly results: SyncResult[] = [];
   /** An error of the sync as a whole, outside any one action. */
   syncError?: Error;
+  /** What computePodActions decided, explained (set by SyncPod before it acts). */
+  plan?: PlanStep[];
 
   add(result: SyncResult): SyncResult {
     this.results.push(result);

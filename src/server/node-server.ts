@@ -21,6 +21,7 @@ import { buildSummary, NodeCpu, resourceMetrics, type StatsSources } from './sta
 import { checkStreamGate, HttpError, logContainerID, parseLogQuery, podContainerSpec } from './container-logs.js';
 import { parsePorts, parseStreamOptions, proxyUpgrade, rawError, type StreamOptions } from './streaming.js';
 import { isWebSocketUpgrade } from '../cri/streaming/websocket.js';
+import { DEBUG_KINDS, serveDebug, type DebugSource } from './debug.js';
 import { offeredProtocols, PORTFORWARD_TUNNEL, translateRemoteCommand, tunnelPortForward, V5 } from './websocket-translator.js';
 
 export interface NodeServerHost {
@@ -39,6 +40,8 @@ export interface NodeServerHost {
   metrics: Metrics;
   clock: Clock;
   logger: Logger;
+  /** Plans, sync history and the live summary (/debug). */
+  debug?: DebugSource;
 }
 
 export interface TlsFiles {
@@ -60,6 +63,8 @@ interface ContainerTarget extends PodTarget {
 
 type Route =
   | { kind: 'healthz' | 'pods' | 'configz' | 'metrics' | 'summary' | 'metricsResource' | 'metricsProbes' }
+  | { kind: 'debugPage' | 'debugScript' | 'debugPods' | 'debugStream' }
+  | ({ kind: 'debugHistory' | 'debugPlan' } & PodTarget)
   | ({ kind: 'logs' } & ContainerTarget)
   | ({ kind: 'exec' | 'attach' | 'run' } & ContainerTarget)
   | ({ kind: 'portForward' } & PodTarget);
@@ -79,6 +84,8 @@ export function route(path: string): Route | undefined {
       return rest.length === 1 && rest[0] === 'resource' ? { kind: 'metricsResource' } : undefined;
     case 'stats':
       return rest.length === 1 && rest[0] === 'summary' ? { kind: 'summary' } : undefined;
+    case 'debug':
+      return debugRoute(rest);
     case 'containerLogs':
       return rest.length === 3 ? { kind: 'logs', namespace: rest[0], pod: rest[1], container: rest[2] } : undefined;
     case 'exec':
@@ -94,6 +101,17 @@ export function route(path: string): Route | undefined {
     default:
       return undefined;
   }
+}
+
+function debugRoute(rest: string[]): Route | undefined {
+  if (rest.length === 0) return { kind: 'debugPage' };
+  if (rest.length === 1 && rest[0] === 'app.js') return { kind: 'debugScript' };
+  if (rest[0] !== 'pods') return undefined;
+  if (rest.length === 1) return { kind: 'debugPods' };
+  if (rest.length === 2 && rest[1] === 'stream') return { kind: 'debugStream' };
+  if (rest.length === 3) return { kind: 'debugHistory', namespace: rest[1]!, pod: rest[2]! };
+  if (rest.length === 4 && rest[3] === 'plan') return { kind: 'debugPlan', namespace: rest[1]!, pod: rest[2]! };
+  return undefined;
 }
 
 export class NodeServer {
@@ -123,7 +141,9 @@ export class NodeServer {
 
   /** A plain-HTTP port without authentication: 'healthz' serves /healthz, 'readonly' also /pods and /metrics. */
   async listenPlain(address: string, port: number, what: 'healthz' | 'readonly'): Promise<number> {
-    const allowed = what === 'healthz' ? ['healthz'] : ['healthz', 'pods', 'metrics', 'summary', 'metricsResource', 'metricsProbes'];
+    // The read-only port also shows /debug: it already serves every pod's spec and status, and it
+    // is what the standalone agent of `make run` has.
+    const allowed = what === 'healthz' ? ['healthz'] : ['healthz', 'pods', 'metrics', 'summary', 'metricsResource', 'metricsProbes', ...DEBUG_KINDS];
     const server = http.createServer((req, res) => {
       const r = route(new URL(req.url ?? '/', 'http://node').pathname);
       if (!r || !allowed.includes(r.kind)) return void text(res, 404, '404 page not found\n');
@@ -216,6 +236,14 @@ export class NodeServer {
           return await this.containerLogs(r, req, res);
         case 'run':
           return await this.run(r, req, res);
+        case 'debugPage':
+        case 'debugScript':
+        case 'debugPods':
+        case 'debugStream':
+        case 'debugHistory':
+        case 'debugPlan':
+          if (!this.host.debug) return void text(res, 404, '404 page not found\n');
+          return await serveDebug(this.host.debug, r, req, res, this.streams);
         default:
           return void text(res, 404, '404 page not found\n');
       }

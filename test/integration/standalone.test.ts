@@ -85,7 +85,7 @@ test('static pods: started from a manifest, restarted with the new spec when it 
   }
 });
 
-test('make run: example pods Running, the crash loop backing off, and Ctrl-C leaves no process behind', async () => {
+test('make run: example pods Running, the crash loop backing off (NEXT counts down; /debug in Chromium shows it live), and Ctrl-C leaves no process behind', async () => {
   const runDir = mkdtempSync(join(tmpdir(), 'nodelet-run-'));
   const child = spawn('bash', [join(projectRoot, 'hack/run.sh')], {
     cwd: projectRoot,
@@ -103,6 +103,9 @@ test('make run: example pods Running, the crash loop backing off, and Ctrl-C lea
     await eventually('with-init Running', 30_000, async () => (/^with-init-\S+\s+2\/2\s+Running/m.test(out) ? true : undefined), 250);
     const page = await (await fetch('http://127.0.0.1:8080/')).text();
     assert.equal(page, 'hello from a nodelet pod\n');
+    assert.match(out, /live page: http:\/\/127\.0\.0\.1:10257\/debug/);
+    await eventually('the crash loop\'s restart counted down in the NEXT column', 60_000, async () => (/^crashloop-\S+\s+0\/1\s+CrashLoopBackOff\s+\d+\s+restart in \d+s/m.test(out) ? true : undefined), 250);
+    await debugPageInChromium('http://127.0.0.1:10257/debug');
   } finally {
     const agentPid = Number(readFileSync(join(runDir, 'nodelet.pid'), 'utf8'));
     const containerPids = readdirSync(join(runDir, 'process', 'containers'))
@@ -117,6 +120,42 @@ test('make run: example pods Running, the crash loop backing off, and Ctrl-C lea
     assert.match(out, /stopped; logs in /);
   }
 });
+
+/**
+ * The live page in a real browser: the crash-looping pod's countdown to its next start changes on
+ * its own, and its sync timeline grows as the loop goes on; a screenshot is written.
+ */
+async function debugPageInChromium(url: string): Promise<void> {
+  const { launchChromium } = await import('../support/browser.js');
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 700 } });
+    await page.goto(url);
+    const row = page.locator('tr.pod', { hasText: 'crashloop-' });
+    await row.waitFor({ timeout: 20_000 });
+    await page.locator('#conn', { hasText: 'live' }).waitFor({ timeout: 10_000 });
+    // A countdown ("start job in 17s"): read it twice a little apart; it must have moved.
+    const countdown = async () => eventually('a countdown in the crash loop\'s NEXT cell', 60_000, async () => /start job in (\S+)/.exec((await row.locator('td.next').textContent()) ?? '')?.[1], 200);
+    const first = await countdown();
+    const changed = await eventually('the countdown to change', 10_000, async () => {
+      const now = await countdown();
+      return now !== first ? now : undefined;
+    }, 300);
+    assert.notEqual(changed, first);
+    const marks = () => row.locator('td.timeline circle.mark').count();
+    const before = await marks();
+    assert.ok(before >= 1, 'the timeline has the syncs so far');
+    await eventually('the timeline to grow', 90_000, async () => ((await marks()) > before ? true : undefined), 500);
+    // Clicking the row shows its plan and history.
+    await row.click();
+    await page.locator('#detail pre.plan').waitFor({ timeout: 10_000 });
+    assert.match((await page.locator('#detail pre.plan').textContent()) ?? '', /container job/);
+    mkdirSync(join(projectRoot, 'test-results'), { recursive: true });
+    await page.screenshot({ path: join(projectRoot, 'test-results', 'debug-page.png'), fullPage: true });
+  } finally {
+    await browser.close();
+  }
+}
 
 test('with an API server, each static pod gets a mirror pod whose status is kept current; edits replace it, deletion removes it', async () => {
   const { core } = await import('../support/kube.js');

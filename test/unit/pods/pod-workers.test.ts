@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { silentLogger } from '../../../src/observability/logger.js';
-import { PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType } from '../../../src/pods/pod-workers.js';
+import { PodWorkers, type PodSyncer, type SyncOutcome, type UpdateType, type WorkTrigger } from '../../../src/pods/pod-workers.js';
 import { FakeClock } from '../../../src/util/clock.js';
 
 const pod = (uid: string, rv: string, extra: Partial<V1Pod['metadata']> = {}): V1Pod => ({
@@ -27,8 +27,11 @@ class RecordingSyncer implements PodSyncer {
     this.concurrent--;
   }
 
-  async syncPod(p: V1Pod, type: UpdateType): Promise<SyncOutcome> {
+  triggers: string[] = [];
+
+  async syncPod(p: V1Pod, type: UpdateType, trigger?: WorkTrigger): Promise<SyncOutcome> {
     this.calls.push(`sync ${p.metadata!.uid} rv=${p.metadata!.resourceVersion} ${type}`);
+    this.triggers.push(trigger ?? '?');
     await this.gate();
     if (this.fail > 0) {
       this.fail--;
@@ -292,4 +295,37 @@ test('a resync of the pod source does not cut short a pod\'s own (jittered) resy
   workers.updatePod(pod('a', '2'), 'update');
   await settle();
   assert.deepEqual(syncer.calls, ['sync a rv=2 update']);
+});
+
+test('each sync says what woke it, and the worker\'s state says what it waits for and when', async () => {
+  const { clock, syncer, workers } = setup();
+  const until = async (n: number) => {
+    while (syncer.triggers.length < n) {
+      clock.step(100);
+      await settle();
+    }
+  };
+  syncer.outcome = { requeueAfterMs: 5_000 }; // a back-off that ends in 5 s
+  workers.updatePod(pod('a', '1'), 'create');
+  await settle();
+  assert.deepEqual(workers.state('a'), { phase: 'syncing', busy: false, next: { trigger: 'back-off', at: clock.now() + 5_000 } });
+  syncer.outcome = {};
+  await until(2);
+  assert.deepEqual(workers.state('a')?.next?.trigger, 'resync');
+  workers.wake('a');
+  await settle();
+  syncer.fail = 1;
+  workers.updatePod(pod('a', '2'), 'update');
+  await settle();
+  assert.equal(workers.state('a')?.next?.trigger, 'retry');
+  await until(5);
+  assert.deepEqual(syncer.triggers, ['watch', 'back-off', 'pleg', 'watch', 'retry']);
+  syncer.blocking = true;
+  workers.wake('a');
+  await settle();
+  assert.equal(workers.state('a')?.busy, true);
+  syncer.blocking = false;
+  syncer.release();
+  await settle();
+  assert.equal(workers.state('nobody'), undefined);
 });

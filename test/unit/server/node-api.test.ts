@@ -23,6 +23,7 @@ test('request attributes: nodes/<subresource> of this node, verb from the method
   assert.deepEqual(subs('GET', '/metrics/resource'), ['get metrics']);
   assert.deepEqual(subs('GET', '/logs/syslog'), ['get log']);
   assert.deepEqual(subs('GET', '/podsX'), ['get proxy'], 'a prefix is a path segment');
+  assert.deepEqual(subs('GET', '/debug/pods/ns/p/plan'), ['get proxy'], 'the debug pages are nodes/proxy, as the kubelet\'s /debug');
   assert.equal(requestAttributes('GET', '/pods', 'n1')[0].name, 'n1');
 });
 
@@ -69,6 +70,14 @@ test('routes: each path names its handler, with or without a pod UID', () => {
   assert.deepEqual(route('/pods/'), { kind: 'pods' });
   assert.equal(route('/containerLogs/ns/p'), undefined);
   assert.equal(route('/nothing'), undefined);
+  assert.deepEqual(route('/debug'), { kind: 'debugPage' });
+  assert.deepEqual(route('/debug/app.js'), { kind: 'debugScript' });
+  assert.deepEqual(route('/debug/pods'), { kind: 'debugPods' });
+  assert.deepEqual(route('/debug/pods/stream'), { kind: 'debugStream' });
+  assert.deepEqual(route('/debug/pods/ns/p'), { kind: 'debugHistory', namespace: 'ns', pod: 'p' });
+  assert.deepEqual(route('/debug/pods/ns/p/plan'), { kind: 'debugPlan', namespace: 'ns', pod: 'p' });
+  assert.equal(route('/debug/pods/ns/p/other'), undefined);
+  assert.equal(route('/debug/pprof'), undefined);
 });
 
 test('stream options as the kubelet reads them; port lists', () => {

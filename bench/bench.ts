@@ -16,6 +16,7 @@ import { clusterEnv, projectRoot } from '../test/support/cluster.js';
 import { processRuntime, processRuntimeAgentConfig, resetProcessRuntime } from '../test/support/runtimes.js';
 import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../test/support/kubelet.js';
 import { summarize, type Summary } from './stats.js';
+import { measureHistoryMemory } from './history-memory.js';
 import { benchSvg, type Samples } from './svg.js';
 import { parseScrape, startPath, type Scrape, type StartPath } from './start-path.js';
 import { containerdNode, footprintBetween, processRuntimeNode, readProcesses, type FootprintPart, type NodeFootprint, type ProcSample, type Part } from './footprint.js';
@@ -532,6 +533,9 @@ async function main(): Promise<void> {
     agents.nodelet_process = withFloor(m, await timed('CRI floor on the process runtime', () => processFloor(PROCESS_PLAN)));
   }
 
+  // The sync history's bound (issue 20): 300 pods with 1,000 syncs each (reduced: 5 with 50).
+  const historyMemory = await timed('the sync history\'s memory', () => (reduced ? measureHistoryMemory(5, 50) : measureHistoryMemory(300, 1000)));
+
   const cri = new CriClient(env.runtimeEndpoint);
   const runtime = await cri.version('0.1.0');
   cri.close();
@@ -561,6 +565,7 @@ async function main(): Promise<void> {
       nodelet_process_rest_s: PROCESS_PLAN.restMs / 1000,
     },
     agents,
+    history_memory: historyMemory,
     kubelet_missing_reason: agents.kubelet ? null : 'not selected (BENCH_AGENTS)',
     ratios: {
       start_single_p50_nodelet_over_kubelet: ratio(n?.start_single.p50, k?.start_single.p50),
@@ -602,6 +607,8 @@ async function main(): Promise<void> {
     }
     console.log(`  probed: ${a.probed.pods} pods with an exec liveness and an http readiness probe every 10 s${a.probed.ok ? '' : ' (NOT all Ready)'}: ${a.probed.cpu_s_per_min_rest} s/min CPU at rest, RSS ${a.probed.rss_mb_rest} MB`);
   }
+  const hm = result.history_memory;
+  console.log(`sync history: ${hm.pods} pods with ${hm.syncs_per_pod} syncs each (${hm.records_kept} records kept): RSS ${hm.rss_mb_with} MB against ${hm.rss_mb_without} MB without history (+${hm.rss_delta_mb} MB; heap +${hm.heap_delta_mb} MB)`);
   console.log(`ratios: ${JSON.stringify(result.ratios)}`);
   const out = process.env.BENCH_OUT ?? join(projectRoot, 'bench/results/latest.json');
   mkdirSync(dirname(out), { recursive: true });

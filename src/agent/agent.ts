@@ -336,7 +336,7 @@ export class Agent implements PodSyncer {
         reflector: this.reflector,
         services: this.services,
         logRotation: this.logRotation,
-        agentMaps: { last_sync: this.lastSync, pod_cache: this.podCache, start_trace: this.startTrace, rejected: this.admission.rejected, actuated_resources: { size: this.resizer.actuated.size() } },
+        agentMaps: { last_sync: this.lastSync, pod_cache: this.podCache, start_trace: this.startTrace, rejected: this.admission.rejected, sync_history: { size: this.debug.history.size().records }, actuated_resources: { size: this.resizer.actuated.size() } },
       });
     this.pleg.start();
     this.eventedPleg?.start();

@@ -57,6 +57,10 @@ test('a reduced make bench writes the result JSON with every figure of every col
     for (const key of ['start_single', 'start_burst100', 'cri_floor', 'cri_floor_burst100']) assert.equal(n.samples[key].length, n[key].n, `${agent}.samples.${key}`);
   }
   for (const [name, v] of Object.entries(r.ratios)) positive(v, `ratios.${name}`);
+  // The sync history's memory: the ring full (20 per pod) and the run without it measured beside.
+  assert.equal(r.history_memory.records_kept, 5 * 20);
+  for (const key of ['rss_mb_with', 'rss_mb_without']) positive(r.history_memory[key], `history_memory.${key}`);
+  assert.match(run.stdout, /sync history: 5 pods with 50 syncs each \(100 records kept\)/);
   // The picture beside the JSON: a curve per column and its floor in each latency panel, and the node's bars.
   const svg = readFileSync(out.replace(/\.json$/, '.svg'), 'utf8');
   assert.match(svg, /^<svg[\s\S]*<\/svg>\s*$/);

@@ -6,12 +6,11 @@ import { SyncHistory, type SyncRecord, type SyncTrigger } from '../debug/sync-hi
 import type { WorkerState, PodWorkers } from '../pods/pod-workers.js';
 import type { RuntimeManagerDeps } from '../runtime/deps.js';
 import { computePodActions } from '../runtime/pod-actions.js';
-import { acts, explainPodActions, explainTermination, type PlanStep } from '../runtime/plan.js';
+import { acts, explainPodActions, explainTermination, terminationWhy, type PlanStep } from '../runtime/plan.js';
 import { getPodStatus } from '../runtime/pod-status.js';
 import type { PodSyncResult } from '../runtime/sync-result.js';
 import type { Clock } from '../util/clock.js';
-import { isMirrorPod } from '../pods/mirror-pods.js';
-import { gracePeriodSeconds } from '../pods/pod-workers.js';
+import { isMirrorPod, podNamed } from '../pods/mirror-pods.js';
 
 export interface PodPlan {
   namespace: string;
@@ -138,8 +137,7 @@ export class DebugView {
 
   /** The pod of that namespace and name as this agent runs it (a static pod, not its mirror). */
   find(namespace: string, name: string): V1Pod | undefined {
-    const matches = this.host.pods().filter((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
-    return matches.find((p) => !isMirrorPod(p)) ?? matches[0];
+    return podNamed(this.host.pods(), namespace, name);
   }
 
   /** What the next sync of the pod would do, from a fresh read of the runtime; nothing is changed. */
@@ -148,15 +146,16 @@ export class DebugView {
     const deps = this.host.deps();
     const worker = this.host.workers.state(uid);
     const base = { namespace, name, uid, at: this.host.clock.now(), worker };
-    const status = await getPodStatus(deps, uid, name, namespace);
+    // The runtime is read only for a plan that needs it.
     if (!worker) return { ...base, note: 'no worker has this pod (not admitted, or not yet seen)', steps: [] };
+    if (worker.phase === 'terminated') return { ...base, note: 'the pod has terminated: nothing of it runs', steps: [] };
     if (this.host.workers.isPodTerminationRequested(uid)) {
       const terminating = this.host.workers.terminatingPod(uid) ?? pod;
-      const why = terminating.metadata?.deletionTimestamp ? `the pod is being deleted (grace period ${gracePeriodSeconds(terminating)} s)` : 'the pod has finished';
-      return { ...base, steps: worker.phase === 'terminated' ? [] : explainTermination(terminating, status, why), note: worker.phase === 'terminated' ? 'the pod has terminated: nothing of it runs' : undefined };
+      return { ...base, steps: explainTermination(terminating, await getPodStatus(deps, uid, name, namespace), terminationWhy(terminating)) };
     }
     const apiPhase = this.host.podStatus(uid)?.phase ?? pod.status?.phase;
     if (apiPhase === 'Succeeded' || apiPhase === 'Failed') return { ...base, note: `the pod has finished (${apiPhase}): it is never started again`, steps: [] };
+    const status = await getPodStatus(deps, uid, name, namespace);
     const allocated = this.host.allocatedPod(pod);
     const actions = computePodActions(allocated, status, deps.probes);
     return { ...base, steps: explainPodActions({ pod: allocated, status, actions, probes: deps.probes, backoff: deps.crashLoopBackoff }) };

@@ -2,10 +2,11 @@
 // did and how long it took), bounded in memory. Served at /debug/pods/{namespace}/{name} and shown
 // by `nodelet history`. Syncs that found nothing to do fold into one entry with a count, so a quiet
 // pod's resyncs do not push its crash loop out of view.
+import type { WorkTrigger } from '../pods/pod-workers.js';
 import type { PlanStep } from '../runtime/plan.js';
 
-/** What woke the worker: a pod update from a source, a runtime event, the periodic resync, the end of a back-off, a retry after an error, or the pod's termination. */
-export type SyncTrigger = 'watch' | 'pleg' | 'resync' | 'back-off' | 'retry' | 'terminate';
+/** What woke the worker (a pod update from a source, a runtime event, the periodic resync, the end of a back-off, a retry after an error), or the pod's termination. */
+export type SyncTrigger = WorkTrigger | 'terminate';
 
 export interface ActionRecord {
   action: string;

@@ -10,6 +10,12 @@ export function isMirrorPod(pod: V1Pod): boolean {
   return pod.metadata?.annotations?.[ConfigMirrorAnnotation] !== undefined;
 }
 
+/** The pod of that namespace and name as the agent runs it: a static pod, not its mirror. */
+export function podNamed(pods: V1Pod[], namespace: string, name: string): V1Pod | undefined {
+  const matches = pods.filter((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
+  return matches.find((p) => !isMirrorPod(p)) ?? matches[0];
+}
+
 interface Mirror {
   namespace: string;
   name: string;

@@ -25,7 +25,6 @@ export interface SyncOutcome {
   requeueAfterMs?: number;
 }
 
-/** What the workers call; the agent implements it over the runtime manager and status manager. */
 /** What woke a worker (the sync history's trigger). */
 export type WorkTrigger = 'watch' | 'pleg' | 'resync' | 'back-off' | 'retry';
 
@@ -38,6 +37,7 @@ export interface WorkerState {
   next?: { trigger: WorkTrigger; at: number };
 }
 
+/** What the workers call; the agent implements it over the runtime manager and status manager. */
 export interface PodSyncer {
   syncPod(pod: V1Pod, type: UpdateType, trigger?: WorkTrigger): Promise<SyncOutcome>;
   /**

@@ -2,7 +2,8 @@
 // acting. Pure over (pod, runtime status, actions, back-off state, probe results). `nodelet plan`
 // prints it, every sync that acts logs it, and the sync history keeps it beside what happened.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { containerBackoffKey, formatGoDuration, type Backoff } from './backoff.js';
+import { gracePeriodSeconds } from '../pods/pod-workers.js';
+import { containerBackoffKey, type Backoff } from './backoff.js';
 import { hashContainer } from './hash.js';
 import { podSandboxChanged, type PodActions, type ProbeInputs } from './pod-actions.js';
 import { findContainerStatusByName, type ContainerStatus, type PodStatus } from './types.js';
@@ -169,7 +170,7 @@ export function explainTermination(pod: V1Pod, status: PodStatus, why: string): 
   return steps;
 }
 
-/** "12s", "4m10s": when something happens, for a terminal column. */
-export function formatIn(ms: number): string {
-  return formatGoDuration(Math.max(0, ms));
+/** Why a pod's containers are stopped: its deletion (with the grace period its kill gets), or its end. */
+export function terminationWhy(pod: V1Pod): string {
+  return pod.metadata?.deletionTimestamp ? `the pod is being deleted (grace period ${gracePeriodSeconds(pod)} s)` : 'the pod has finished';
 }

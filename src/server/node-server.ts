@@ -13,7 +13,7 @@ import type { RuntimeService, StreamingService } from '../cri/services.js';
 import { readContainerLog, LogReadError } from '../logs/reader.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
-import { isMirrorPod } from '../pods/mirror-pods.js';
+import { podNamed } from '../pods/mirror-pods.js';
 import type { RunningPod } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import type { NodeAuth } from './auth.js';
@@ -254,8 +254,7 @@ export class NodeServer {
 
   /** The pod of that namespace and name as this agent runs it (a static pod, not its mirror). */
   private pod(namespace: string, name: string): V1Pod | undefined {
-    const matches = this.host.pods().filter((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
-    return matches.find((p) => !isMirrorPod(p)) ?? matches[0];
+    return podNamed(this.host.pods(), namespace, name);
   }
 
   private async containerLogs(r: ContainerTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {

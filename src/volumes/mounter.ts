@@ -34,6 +34,11 @@ async function mount(args: string[]): Promise<void> {
   }
 }
 
+/** Of `mounts`, those at or under `dir` (in their order). */
+export function mountsAtOrUnder(mounts: string[], dir: string): string[] {
+  return mounts.filter((m) => m === dir || m.startsWith(`${dir}/`));
+}
+
 export const hostMounter: Mounter = {
   async mountTmpfs(dir, sizeBytes) {
     await mount(['-t', 'tmpfs', '-o', sizeBytes ? `size=${sizeBytes}` : 'defaults', 'tmpfs', dir]);
@@ -55,6 +60,6 @@ export const hostMounter: Mounter = {
     return (await mountPoints()).includes(dir);
   },
   async mountsUnder(dir) {
-    return (await mountPoints()).filter((m) => m === dir || m.startsWith(`${dir}/`)).sort((a, b) => b.length - a.length);
+    return mountsAtOrUnder(await mountPoints(), dir).sort((a, b) => b.length - a.length);
   },
 };

@@ -11,6 +11,7 @@ import { configMapPlugin } from './configmap.js';
 import { downwardAPIPlugin } from './downward-api.js';
 import { emptyDirPlugin } from './empty-dir.js';
 import { hostPathPlugin } from './host-path.js';
+import { mountsAtOrUnder } from './mounter.js';
 import type { ObjectCache } from './object-cache.js';
 import { PLUGINS, type PluginName } from './paths.js';
 import { projectedPlugin } from './projected.js';
@@ -147,7 +148,7 @@ export class VolumeManager {
     const paths = this.opts.host.paths;
     const podDir = paths.podDir(uid);
     const mounts = known ?? (await this.opts.host.mounter.mountsUnder(podDir));
-    const under = (dir: string) => mounts.filter((m) => m === dir || m.startsWith(`${dir}/`));
+    const under = (dir: string) => mountsAtOrUnder(mounts, dir);
     const volumesDir = join(podDir, 'volumes');
     for (const plugin of plugins) {
       if (plugin.name === PLUGINS.hostPath) continue;
@@ -190,7 +191,7 @@ export class VolumeManager {
     for (const uid of uids) {
       const dir = this.opts.host.paths.podDir(uid);
       try {
-        await this.removePod(uid, mounts.filter((m) => m === dir || m.startsWith(`${dir}/`)));
+        await this.removePod(uid, mountsAtOrUnder(mounts, dir));
         removed.push(uid);
       } catch (err) {
         this.opts.logger.warn('orphaned pod directory not removed', { uid, error: (err as Error).message });

@@ -31,14 +31,16 @@ CONTAINERD_SOCK="$RUN_DIR/containerd.sock"
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 
-# pid_of NAME: prints the PID recorded for a component if that process is still the one we started.
+# pid_of NAME: prints the PID recorded for a component if that process is still the one we started
+# (recorded in PID_DIR, the cluster's directory unless a script sets it: the lab's are its own).
 pid_of() {
-  local f="$CLUSTER_DIR/$1.pid" pid
+  local dir=${PID_DIR:-$CLUSTER_DIR} f pid
+  f="$dir/$1.pid"
   [ -f "$f" ] || return 1
   pid=$(cat "$f")
   [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
   # A recycled PID belongs to another program: compare the executable we recorded.
-  [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(cat "$CLUSTER_DIR/$1.exe" 2>/dev/null)" ] || return 1
+  [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(cat "$dir/$1.exe" 2>/dev/null)" ] || return 1
   echo "$pid"
 }
 

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest e2e-daemonset image test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest lab lab-down e2e-daemonset image test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -21,6 +21,8 @@ help:
 	@echo "make conformance   Kubernetes' [NodeConformance] specs against nodelet, its process runtime and the kubelet (AGENT=, FOCUS=, SPEC=, PROCS=); test/conformance/results/latest.json"
 	@echo "make e2e-daemonset nodelet's image deployed with kubectl apply -k deploy/ onto the real kubelet (node host-0): join, pods, logs/exec, rolling update, the node's death"
 	@echo "make image         nodelet's OCI image for the DaemonSet, no container engine, reproducible: dist/image/nodelet_<tag>.tar (IMAGE_TAG=, IMAGE_NAME=)"
+	@echo "make lab           cgroup v2 nodes in user-mode Linux with a cluster of their own (LAB_NODES=2, LAB_AGENTS=nodelet-containerd,nodelet-process,kubelet, LAB_NODE_MEMORY=2G); .lab/kubeconfig, hack/lab.sh exec/kill NODE"
+	@echo "make lab-down      stop the lab: no process, mount, tap, bridge or namespace left"
 	@echo "make proto         refresh proto/api.proto from k8s.io/cri-api and regenerate its TypeScript types"
 
 setup:
@@ -84,6 +86,14 @@ e2e-daemonset: setup build
 # IMAGE_NAME:IMAGE_TAG, by default nodelet.test/nodelet:<package.json's version>; IMAGE_SOURCE= its source label.
 image: build
 	hack/build-image.sh $(if $(IMAGE_NAME),--name $(IMAGE_NAME)) $(if $(IMAGE_TAG),--tag $(IMAGE_TAG)) $(if $(IMAGE_SOURCE),--source $(IMAGE_SOURCE))
+
+# The lab (README, "The lab"): cgroup v2 nodes in user-mode Linux, each with its agent, in a network
+# namespace of their own with their own control plane.
+lab: setup build
+	hack/lab.sh up
+
+lab-down:
+	hack/lab.sh down
 
 # critest (cri-tools) against the process runtime: counts of passed/failed/skipped specs.
 critest: setup build

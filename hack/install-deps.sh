@@ -15,9 +15,10 @@ runtime_only=false
 # docker-registry (the CNCF distribution registry), apache2-utils' htpasswd and skopeo: the test
 # cluster's image registries and what pushes the test images into them; zstd: zstd image layers.
 # chromium: the /debug page's browser test (driven by playwright-core).
+# user-mode-linux (a whole kernel as a process), bubblewrap, socat, kmod: the lab's cgroup v2 nodes (hack/lab.sh).
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
 pkgs=(busybox-static gcc libc6-dev proot util-linux bsdutils coreutils curl ca-certificates tar zstd)
-$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl docker-registry apache2-utils skopeo chromium)
+$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl docker-registry apache2-utils skopeo chromium user-mode-linux bubblewrap socat kmod)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -15,7 +15,7 @@ LAB_DIR="$TOP/.lab"
 PID_DIR="$LAB_DIR/run"
 NETNS=${NODELET_LAB_NETNS:-nodelet-lab}
 LAB_NODES=${LAB_NODES:-2}
-LAB_AGENTS=${LAB_AGENTS:-nodelet-containerd,nodelet-process}
+LAB_AGENTS=${LAB_AGENTS:-nodelet-containerd,nodelet-process,kubelet}
 LAB_NODE_MEMORY=${LAB_NODE_MEMORY:-2G}
 LAB_API_PORT=${LAB_API_PORT:-36443}
 # A node's PID ceiling (kernel.pid_max in it): each guest process is a host process as well.
@@ -92,7 +92,6 @@ require() {
   for b in "$ETCD_BIN" "$APISERVER_BIN" "$SCHEDULER_BIN" "$CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN"; do
     [ -x "$b" ] || die "$b is missing: run 'make setup'"
   done
-  [[ $LAB_AGENTS != *kubelet* ]] || [ -x "$KUBELET_BIN" ] || die "$KUBELET_BIN is missing: hack/build-go-bins.sh kubelet"
   [ -f "$TOP/dist/src/cli/main.js" ] || die "dist/ is missing: run 'make build'"
   [[ $LAB_NODES =~ ^[1-9][0-9]?$ ]] && [ "$LAB_NODES" -le 20 ] || die "LAB_NODES=$LAB_NODES: a number from 1 to 20"
   local a
@@ -101,6 +100,11 @@ require() {
     case $x in nodelet-containerd | nodelet-process | kubelet) ;; *) die "LAB_AGENTS: unknown agent '$x' (nodelet-containerd, nodelet-process, kubelet)" ;; esac
   done
   [[ $LAB_NODE_MEMORY =~ ^[0-9]+[MG]$ ]] || die "LAB_NODE_MEMORY=$LAB_NODE_MEMORY: a size such as 2G or 1536M"
+  # Only the nodes that run the kubelet need it (built once, cached).
+  local i
+  for ((i = 1; i <= LAB_NODES; i++)); do
+    if [ "$(node_agent "$i")" = kubelet ]; then "$here/build-go-bins.sh" kubelet; break; fi
+  done
 }
 
 up_network() {
@@ -320,10 +324,11 @@ cmd_down() {
   for n in $(nodes_running); do
     if pid_of "node-$n" >/dev/null; then cmd_kill "$n"; else rm -f "$PID_DIR/node-$n.pid"; fi
   done
+  # The lab keeps nothing: its control plane gets a short grace, all at once.
   for n in api-door-host api-door-ns kube-controller-manager kube-scheduler kube-apiserver etcd; do
-    pid=$(pid_of "$n") && stop_pid "$n" "$pid" 10
-    rm -f "$PID_DIR/$n.pid"
+    if pid=$(pid_of "$n"); then stop_pid "$n" "$pid" 3 & fi
   done
+  wait
   # Anything still in the namespace was the lab's.
   if ip netns list | grep -qw "^$NETNS"; then
     for pid in $(ip netns pids "$NETNS" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done

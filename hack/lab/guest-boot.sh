@@ -59,12 +59,13 @@ service() {
 
 service lab-exec node "$LAB_TOP/hack/lab/exec-server.mjs" "$NODE_IP" "$EXEC_PORT" "$LAB_DIR/exec-token"
 
-# --- the pods' network (CNI bridge on the node's pod CIDR, no masquerade) ---
+# --- the pods' network: a CNI bridge on the node's pod CIDR, the node their gateway to the other nodes' pods, no masquerade ---
 mkdir -p /etc/cni/net.d /var/lib/cni
 cat >/etc/cni/net.d/10-lab.conflist <<CNI
 {"cniVersion": "1.0.0", "name": "lab", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "/var/lib/cni/networks"}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]],
+            "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "/var/lib/cni/networks"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 CNI
 

@@ -31,4 +31,9 @@ mount --bind "/usr/lib/uml/modules/$(uname -r)" "/tmp/root/lib/modules/$(uname -
 # The node's scratch directory, straight from the host (its logs stay there after the node's end).
 scratch="$LAB_TOP/.lab/nodes/$LAB_NODE"
 mount -t hostfs -o "$scratch" hostfs "/tmp/root$scratch"
-exec chroot /tmp/root "$LAB_TOP/hack/lab/guest-boot.sh"
+# The overlay becomes the mount namespace's root, and the hostfs root goes: a chroot would leave
+# it the namespace's root, where setns and pivot_root (runc's exec) would find the host's /proc.
+mkdir -p /tmp/root/.oldroot
+cd /tmp/root
+pivot_root . .oldroot
+exec chroot . /bin/bash -c 'umount -l /.oldroot && rmdir /.oldroot; exec "$0"' "$LAB_TOP/hack/lab/guest-boot.sh"

@@ -110,6 +110,7 @@ require() {
 up_network() {
   if ! ip netns list | grep -qw "^$NETNS"; then
     log "network namespace $NETNS: bridge $BRIDGE_DEV $GATEWAY/$LAB_PREFIX"
+    mountpoint -q /run/netns || touch "$LAB_DIR/netns-mount"
     ip netns add "$NETNS"
   fi
   in_ns ip link set lo up
@@ -329,11 +330,20 @@ cmd_down() {
     if pid=$(pid_of "$n"); then stop_pid "$n" "$pid" 3 & fi
   done
   wait
+  for n in api-door-host api-door-ns kube-controller-manager kube-scheduler kube-apiserver etcd; do
+    for _ in $(seq 1 50); do pid_of "$n" >/dev/null || break; sleep 0.1; done
+    rm -f "$PID_DIR/$n.pid" "$PID_DIR/$n.exe"
+  done
   # Anything still in the namespace was the lab's.
   if ip netns list | grep -qw "^$NETNS"; then
     for pid in $(ip netns pids "$NETNS" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$NETNS"
   fi
+  # `ip netns add` made /run/netns a mount point if it was not one: the lab's to undo, once empty.
+  if [ -f "$LAB_DIR/netns-mount" ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+    umount /run/netns 2>/dev/null || true
+  fi
+  rm -f "$LAB_DIR/netns-mount"
   rm -rf "$LAB_DIR/etcd" "$LAB_DIR/nodes" "$PID_DIR"
   log "lab down in $((SECONDS - started)) s"
 }

@@ -63,7 +63,8 @@ function mustWrite(path: string, value: string): void {
   }
 }
 
-const cpuWeight = (shares: number) => Math.max(1, Math.min(10000, Math.round(1 + ((shares - 2) * 9999) / 262142)));
+/** cpu.shares to cpu.weight as runc converts them (integer division): the kubelet's 100m (102 shares) is weight 4 on v2. */
+export const cpuWeight = (shares: number) => Math.max(1, Math.min(10000, 1 + Math.floor(((Math.max(2, shares) - 2) * 9999) / 262142)));
 
 function countProcs(path: string): number | undefined {
   try {
@@ -80,8 +81,8 @@ export function detectCgroups(): Cgroups {
     const dir = join(ROOT, PARENT);
     try {
       mkdirSync(dir, { recursive: true });
-      tryWrite(join(ROOT, 'cgroup.subtree_control'), '+cpu +memory');
-      tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu +memory');
+      // pids too, as on the kubelet's v2 nodes, so a container's pids.max exists (and counts).
+      for (const d of [ROOT, dir]) if (!tryWrite(join(d, 'cgroup.subtree_control'), '+cpu +memory +pids')) tryWrite(join(d, 'cgroup.subtree_control'), '+cpu +memory');
       return {
         mode: 'v2',
         detail: 'cgroup v2',

@@ -11,14 +11,18 @@
 # it; the host reaches the API server through a unix socket at 127.0.0.1:LAB_API_PORT only.
 set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
-LAB_DIR="$TOP/.lab"
+# NODELET_LAB_DIR, NODELET_LAB_NETNS and LAB_API_PORT let a second lab run beside one (make test's lane).
+LAB_DIR=${NODELET_LAB_DIR:-$TOP/.lab}
 PID_DIR="$LAB_DIR/run"
+# unix socket paths are limited to 107 bytes: a deep checkout's door to the API server is under /tmp.
+API_SOCK="$PID_DIR/apiserver.sock"
+[ ${#API_SOCK} -le 100 ] || API_SOCK="/tmp/nodelet-lab-$(printf '%s' "$LAB_DIR" | sha256sum | cut -c1-12).sock"
 NETNS=${NODELET_LAB_NETNS:-nodelet-lab}
 LAB_NODES=${LAB_NODES:-2}
 LAB_AGENTS=${LAB_AGENTS:-nodelet-containerd,nodelet-process,kubelet}
 LAB_NODE_MEMORY=${LAB_NODE_MEMORY:-2G}
 LAB_API_PORT=${LAB_API_PORT:-36443}
-# A node's PID ceiling (kernel.pid_max in it): each guest process is a host process as well.
+# A node's PID ceiling (kernel.pid_max in it); the guest's processes are its kernel's, not the host's.
 LAB_PID_MAX=${LAB_PID_MAX:-4096}
 # Addresses, all inside the lab's namespace: the bridge (and control plane) .1, node N .(10+N), its pods 10.251.N.0/24.
 LAB_NET=10.250.0 LAB_PREFIX=24 GATEWAY=10.250.0.1 LAB_POD_NET=10.251 LAB_SERVICE_CIDR=10.97.0.0/16
@@ -161,9 +165,9 @@ up_control_plane() {
     --api-audiences https://kubernetes.default.svc.cluster.local --service-cluster-ip-range "$LAB_SERVICE_CIDR" \
     --allow-privileged=true --endpoint-reconciler-type none --profiling=false --cert-dir "$pki" --v 1
   # The host's door to the API server: a unix socket the namespace's side serves, and a loopback port for it.
-  rm -f "$PID_DIR/apiserver.sock"
-  start api-door-ns "$NETNS" "$(command -v socat)" "UNIX-LISTEN:$PID_DIR/apiserver.sock,fork,mode=600" "TCP:127.0.0.1:$API_PORT"
-  start api-door-host - "$(command -v socat)" "TCP-LISTEN:$LAB_API_PORT,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$PID_DIR/apiserver.sock"
+  pid_of api-door-ns >/dev/null || rm -f "$API_SOCK"
+  start api-door-ns "$NETNS" "$(command -v socat)" "UNIX-LISTEN:$API_SOCK,fork,mode=600" "TCP:127.0.0.1:$API_PORT"
+  start api-door-host - "$(command -v socat)" "TCP-LISTEN:$LAB_API_PORT,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$API_SOCK"
   kubeconfig "$LAB_DIR/admin.kubeconfig" "https://127.0.0.1:$API_PORT" "    token: $token"
   kubeconfig "$LAB_DIR/kubeconfig" "https://127.0.0.1:$LAB_API_PORT" "    token: $token"
   wait_for kube-apiserver 90 in_ns curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "https://127.0.0.1:$API_PORT/readyz"
@@ -204,6 +208,7 @@ node_files() {
   kubeconfig "$dir/kubeconfig" "https://$GATEWAY:$API_PORT" "    client-certificate: $LAB_DIR/pki/node-$name.crt
     client-key: $LAB_DIR/pki/node-$name.key"
   cat >"$dir/node.env" <<ENV
+LAB_NODE=$name
 LAB_DIR='$LAB_DIR'
 NODE_DIR='$dir'
 NODE_IP=$ip
@@ -282,7 +287,7 @@ boot_node() {
     --proc /proc --tmpfs /tmp --bind "$dir" "$dir" --unshare-pid --setenv TMPDIR /tmp \
     "$UML" mem="$LAB_NODE_MEMORY" root=/dev/root rootfstype=hostfs hostfs=/ ro init="$TOP/hack/lab/guest-init.sh" \
     con=null con0=fd:0,fd:1 uml_dir="$dir/uml" umid="$name" "vec0:transport=tap,ifname=$tap" \
-    LAB_TOP="$TOP" LAB_NODE="$name"
+    LAB_TOP="$TOP" LAB_NODE_DIR="$dir"
 }
 
 cmd_up() {
@@ -312,7 +317,7 @@ cmd_kill() {
   local name=$1 pid
   node_index "$name" >/dev/null
   pid=$(pid_of "node-$name") || die "$name is not running"
-  # The whole session: bwrap, the kernel and every host process of its guest's.
+  # The whole session: bwrap, the kernel and its helper processes.
   kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"
   for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
   rm -f "$PID_DIR/node-$name.pid"
@@ -344,7 +349,8 @@ cmd_down() {
     umount /run/netns 2>/dev/null || true
   fi
   rm -f "$LAB_DIR/netns-mount"
-  rm -rf "$LAB_DIR/etcd" "$LAB_DIR/nodes" "$PID_DIR"
+  # The nodes' logs stay (.lab/nodes/NAME/log, .lab/logs) until the next make lab.
+  rm -rf "$LAB_DIR/etcd" "$LAB_DIR"/nodes/*/uml "$PID_DIR" "$API_SOCK"
   log "lab down in $((SECONDS - started)) s"
 }
 

@@ -2,9 +2,9 @@
 # A lab node's first init (PID 1 of the user-mode Linux guest, hack/lab.sh starts it). The guest's
 # root is the host's, read-only through hostfs: this mounts a tmpfs, an overlay of the host's root
 # with its upper directory on that tmpfs (what the guest writes stays in its memory), and moves
-# into it for the second stage, guest-boot.sh. LAB_TOP and LAB_NODE come from the kernel's command
-# line: the checkout, and the node's name (its scratch directory, the one place it may write on the
-# host, is .lab/nodes/NAME).
+# into it for the second stage, guest-boot.sh. LAB_TOP and LAB_NODE_DIR come from the kernel's
+# command line: the checkout, and the node's scratch directory (the one place it may write on the
+# host; its node.env says what the node is).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 set -u
 mount -t proc proc /proc
@@ -29,8 +29,7 @@ mount -t tmpfs -o mode=755 tmpfs /tmp/root/lib/modules
 mkdir -p "/tmp/root/lib/modules/$(uname -r)"
 mount --bind "/usr/lib/uml/modules/$(uname -r)" "/tmp/root/lib/modules/$(uname -r)"
 # The node's scratch directory, straight from the host (its logs stay there after the node's end).
-scratch="$LAB_TOP/.lab/nodes/$LAB_NODE"
-mount -t hostfs -o "$scratch" hostfs "/tmp/root$scratch"
+mount -t hostfs -o "$LAB_NODE_DIR" hostfs "/tmp/root$LAB_NODE_DIR"
 # The overlay becomes the mount namespace's root, and the hostfs root goes: a chroot would leave
 # it the namespace's root, where setns and pivot_root (runc's exec) would find the host's /proc.
 mkdir -p /tmp/root/.oldroot

@@ -22,7 +22,8 @@ LAB_NODES=${LAB_NODES:-2}
 LAB_AGENTS=${LAB_AGENTS:-nodelet-containerd,nodelet-process,kubelet}
 LAB_NODE_MEMORY=${LAB_NODE_MEMORY:-2G}
 LAB_API_PORT=${LAB_API_PORT:-36443}
-# A node's PID ceiling (kernel.pid_max in it); the guest's processes are its kernel's, not the host's.
+# A node's PID ceiling (kernel.pid_max in it): each of the guest's address spaces is a host process
+# too, so the nodes' ceilings together stay within half of the host's (require lowers them).
 LAB_PID_MAX=${LAB_PID_MAX:-4096}
 # Addresses, all inside the lab's namespace: the bridge (and control plane) .1, node N .(10+N), its pods 10.251.N.0/24.
 LAB_NET=10.250.0 LAB_PREFIX=24 GATEWAY=10.250.0.1 LAB_POD_NET=10.251 LAB_SERVICE_CIDR=10.97.0.0/16
@@ -103,6 +104,13 @@ require() {
   for x in "${a[@]}"; do
     case $x in nodelet-containerd | nodelet-process | kubelet) ;; *) die "LAB_AGENTS: unknown agent '$x' (nodelet-containerd, nodelet-process, kubelet)" ;; esac
   done
+  [[ $LAB_PID_MAX =~ ^[0-9]+$ ]] || die "LAB_PID_MAX=$LAB_PID_MAX: a number"
+  local budget=$(($(cat /proc/sys/kernel/pid_max) / 2))
+  if ((LAB_NODES * LAB_PID_MAX > budget)); then
+    LAB_PID_MAX=$((budget / LAB_NODES))
+    log "each node's PID ceiling lowered to $LAB_PID_MAX: $LAB_NODES nodes may hold half the host's pid_max"
+  fi
+  ((LAB_PID_MAX >= 512)) || die "a node needs a PID ceiling of 512 at least: fewer nodes (the host's pid_max is $(cat /proc/sys/kernel/pid_max))"
   [[ $LAB_NODE_MEMORY =~ ^[0-9]+[MG]$ ]] || die "LAB_NODE_MEMORY=$LAB_NODE_MEMORY: a size such as 2G or 1536M"
   # Only the nodes that run the kubelet need it (built once, cached).
   local i

@@ -28,8 +28,8 @@ for m in overlay veth bridge br_netfilter nf_conntrack nf_nat nf_tables nft_chai
   xt_multiport xt_nat xt_tcpudp ip6_tables ip6table_filter ip6table_nat tun; do
   modprobe -q "$m" || say "module $m did not load"
 done
-# A guest's processes live in its kernel, not the host's (50 more in a node leave the host's count
-# as it was); the node's own PID ceiling keeps a fork bomb from starving the node's memory first.
+# Each address space in the guest is a process of the host's as well (user-mode Linux runs it in
+# one): the node's PID ceiling is what bounds the host's processes a fork bomb in it makes.
 sysctl -qw kernel.pid_max="$PID_MAX" kernel.threads-max="$PID_MAX" net.ipv4.ip_forward=1 \
   net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1
 # The kubelet's cAdvisor needs a clock speed, which user-mode Linux does not print.

@@ -56,3 +56,15 @@ stop_pid() {
   log "$name (pid $pid) ignored SIGTERM for ${grace}s: killing it"
   kill -KILL "$pid" 2>/dev/null || true
 }
+
+# service_account_keys_and_admin_token PKI: the API server's service-account signing key pair and
+# an admin token (tokens.csv for --token-auth-file, admin-token for the kubeconfigs).
+service_account_keys_and_admin_token() {
+  local pki=$1 token
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  token=$(openssl rand -hex 24)
+  echo "$token,admin,nodelet-admin,system:masters" >"$pki/tokens.csv"
+  echo "$token" >"$pki/admin-token"
+  chmod 600 "$pki"/*.key "$pki/tokens.csv" "$pki/admin-token"
+}

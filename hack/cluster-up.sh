@@ -44,12 +44,7 @@ if [ ! -f "$pki/apiserver.crt" ]; then
   printf 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n' >"$pki/apiserver.ext"
   openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 3650 \
     -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" 2>/dev/null
-  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
-  token=$(openssl rand -hex 24)
-  echo "$token,admin,nodelet-admin,system:masters" >"$pki/tokens.csv"
-  echo "$token" >"$pki/admin-token"
-  chmod 600 "$pki"/*.key "$pki/tokens.csv" "$pki/admin-token"
+  service_account_keys_and_admin_token "$pki"
 fi
 # The API server's client certificate for the node API (kubectl logs/exec/port-forward go through
 # it), as on a production cluster: issued by the cluster CA, in system:masters, so a node's

@@ -141,12 +141,7 @@ up_pki() {
   if [ ! -f "$pki/ca.crt" ]; then
     log "the lab's CA, the API server's certificates, service-account keys and admin token"
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=nodelet-lab-ca" -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-    openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
-    openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
-    token=$(openssl rand -hex 24)
-    echo "$token,admin,nodelet-admin,system:masters" >"$pki/tokens.csv"
-    echo "$token" >"$pki/admin-token"
-    chmod 600 "$pki"/*.key "$pki/tokens.csv" "$pki/admin-token"
+    service_account_keys_and_admin_token "$pki"
   fi
   cert apiserver /CN=kube-apiserver "IP:127.0.0.1,IP:$GATEWAY,IP:${LAB_SERVICE_CIDR%.0.0/16}.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" serverAuth
   cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "" clientAuth

@@ -88,6 +88,9 @@ step('three cgroup v2 nodes Ready, each with its agent, the controllers delegate
     assert.equal(v1Mounts, '0', `${name}: no cgroup v1 mount`);
     for (const c of ['cpu', 'io', 'memory', 'pids']) assert.ok(controllers!.split(' ').includes(c), `${name}: ${c} delegated (${controllers})`);
   }
+  // hack/lab.sh exec gives back the command's output, its error output and its exit code.
+  const r = await labExec('lab-1', ['sh', '-c', 'id -u; echo oops >&2; exit 7']);
+  assert.deepEqual([r.code, r.stdout.trim(), r.stderr.trim()], [7, '0', 'oops']);
 });
 
 step("a node that mounts the host's root read-write still cannot write the host", async () => {

@@ -105,12 +105,13 @@ require() {
     case $x in nodelet-containerd | nodelet-process | kubelet) ;; *) die "LAB_AGENTS: unknown agent '$x' (nodelet-containerd, nodelet-process, kubelet)" ;; esac
   done
   [[ $LAB_PID_MAX =~ ^[0-9]+$ ]] || die "LAB_PID_MAX=$LAB_PID_MAX: a number"
-  local budget=$(($(cat /proc/sys/kernel/pid_max) / 2))
+  local host_pid_max budget
+  host_pid_max=$(cat /proc/sys/kernel/pid_max) budget=$((host_pid_max / 2))
   if ((LAB_NODES * LAB_PID_MAX > budget)); then
     LAB_PID_MAX=$((budget / LAB_NODES))
     log "each node's PID ceiling lowered to $LAB_PID_MAX: $LAB_NODES nodes may hold half the host's pid_max"
   fi
-  ((LAB_PID_MAX >= 512)) || die "a node needs a PID ceiling of 512 at least: fewer nodes (the host's pid_max is $(cat /proc/sys/kernel/pid_max))"
+  ((LAB_PID_MAX >= 512)) || die "a node needs a PID ceiling of 512 at least: fewer nodes (the host's pid_max is $host_pid_max)"
   [[ $LAB_NODE_MEMORY =~ ^[0-9]+[MG]$ ]] || die "LAB_NODE_MEMORY=$LAB_NODE_MEMORY: a size such as 2G or 1536M"
   # Only the nodes that run the kubelet need it (built once, cached).
   local i
@@ -293,7 +294,6 @@ boot_node() {
     LAB_TOP="$TOP" LAB_NODE_DIR="$dir"
   date +%s.%N >"$PID_DIR/node-$name.booted"
 }
-
 
 cmd_up() {
   require

@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
 import { clusterEnv, eventually } from '../support/cluster.js';
+import { steps } from '../support/steps.js';
 import { core } from '../support/kube.js';
 import {
   approveServingCsrs,
@@ -52,19 +53,7 @@ function crictl(args: string[]): string {
   return r.stdout;
 }
 
-// The steps build on each other: after one fails, the rest are skipped, not timed out one by one.
-let broken = false;
-function step(name: string, fn: () => Promise<void>): void {
-  test(name, async (t) => {
-    if (broken) return t.skip('an earlier step failed');
-    try {
-      await fn();
-    } catch (err) {
-      broken = true;
-      throw err;
-    }
-  });
-}
+const step = steps();
 
 const ready = (p: V1Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.ready);
 

@@ -5,13 +5,14 @@
 // belongs to (a todo), the others are asserted. Then the attacks that may not run on the machine
 // the tests live on (a fork bomb, a memory hog, a remount of the host's root) run in a node, and
 // the host, the other nodes and their pods must not notice. `make lab-down` must leave nothing.
-import { test, before, after } from 'node:test';
+import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { eventually } from '../support/cluster.js';
+import { steps } from '../support/steps.js';
 import {
   kubectl,
   kubectlJson,
@@ -28,7 +29,7 @@ import {
   nodeReady,
   type LabAgent,
 } from '../support/lab.js';
-import { cgroupFigures, figureGaps, hostProcessCount, memAvailableBytes, type Figures } from '../support/lab-figures.js';
+import { cgroupFigures, figureGaps, hostPids, memAvailableBytes, type Figures } from '../support/lab-figures.js';
 
 const NODES: { name: string; agent: LabAgent }[] = [
   { name: 'lab-1', agent: 'nodelet-containerd' },
@@ -37,7 +38,7 @@ const NODES: { name: string; agent: LabAgent }[] = [
 ];
 const KUBELET_NODE = 'lab-3';
 const HOSTILE_NODE = 'lab-2';
-const NODE_MEMORY = '1G';
+const NODE_MEMORY_GIB = 1;
 // Each node's kernel.pid_max (LAB_PID_MAX).
 const NODE_PID_MAX = 4096;
 
@@ -47,25 +48,14 @@ interface Pod {
   status: { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; containerID?: string }[] };
 }
 
-// The steps build on each other: after one fails, the rest are skipped, not timed out one by one.
-let broken = false;
-function step(name: string, fn: (t: import('node:test').TestContext) => Promise<void>): void {
-  test(name, async (t) => {
-    if (broken) return t.skip('an earlier step failed');
-    try {
-      await fn(t);
-    } catch (err) {
-      broken = true;
-      throw err;
-    }
-  });
-}
+// Each step builds on the ones before (test/support/steps.ts).
+const step = steps();
 
 const running = (p: Pod) => p.status.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.ready);
 
 before(async () => {
   await labDown(); // what an interrupted run left
-  await labUp(NODES.map((n) => n.agent), NODE_MEMORY, NODE_PID_MAX);
+  await labUp(NODES.map((n) => n.agent), `${NODE_MEMORY_GIB}G`, NODE_PID_MAX);
 });
 
 after(async () => {
@@ -219,8 +209,7 @@ step("the kubelet's node on cgroup v2: the pod's cgroup under kubepods, the cont
 });
 
 for (const { name, agent } of NODES.filter((n) => n.name !== KUBELET_NODE)) {
-  test(`${agent} on cgroup v2 (${name}): the container's cgroup as the kubelet's node makes it`, async (t) => {
-    if (broken) return t.skip('an earlier step failed');
+  step(`${agent} on cgroup v2 (${name}): the container's cgroup as the kubelet's node makes it`, async (t) => {
     const mine = figures.get(name)!;
     const theirs = figures.get(KUBELET_NODE)!;
     const gaps = figureGaps(agent);
@@ -231,10 +220,10 @@ for (const { name, agent } of NODES.filter((n) => n.name !== KUBELET_NODE)) {
 }
 
 step('a fork bomb and a memory hog in pods of one node end in that node: the host, the other nodes and their pods do not notice', async (t) => {
-  const before = { procs: hostProcessCount(), mem: memAvailableBytes() };
+  const before = { procs: hostPids().length, mem: memAvailableBytes() };
   // A host process of the tests' own that must outlive the attack.
   const sentinel: ChildProcess = spawn('sleep', ['600'], { stdio: 'ignore' });
-  const nodeBytes = 1024 ** 3;
+  const nodeBytes = NODE_MEMORY_GIB * 1024 ** 3;
   try {
     for (const [pod, script] of [
       // The shell stays: a container whose main process ends takes its processes with it.
@@ -255,7 +244,7 @@ step('a fork bomb and a memory hog in pods of one node end in that node: the hos
     let worst = { procs: before.procs, mem: before.mem };
     const watchUntil = Date.now() + 40_000;
     while (Date.now() < watchUntil) {
-      worst = { procs: Math.max(worst.procs, hostProcessCount()), mem: Math.min(worst.mem, memAvailableBytes()) };
+      worst = { procs: Math.max(worst.procs, hostPids().length), mem: Math.min(worst.mem, memAvailableBytes()) };
       assert.equal(sentinel.exitCode, null, 'the host sentinel is alive');
       assert.equal(spawnSync('true').status, 0, 'the host can still start a process');
       await new Promise((r) => setTimeout(r, 2000));
@@ -292,15 +281,13 @@ step('lab-down leaves no process, mount, tap, bridge, namespace or port behind',
   const alive = () => pids.filter((pid) => existsSync(`/proc/${pid}`)).map((pid) => `${pid} ${procState(pid)}`);
   await eventually('the lab\'s processes to be gone', 15_000, async () => (alive().length === 0 ? true : undefined), 200).catch(() => assert.deepEqual(alive(), []));
   // Nothing else that names the lab's directory, e.g. a guest's helper or a socat door.
-  const leftovers = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(LAB_DIR);
-      } catch {
-        return false;
-      }
-    });
+  const leftovers = hostPids().filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(LAB_DIR);
+    } catch {
+      return false;
+    }
+  });
   assert.deepEqual(leftovers, []);
   assert.equal(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.includes(LAB_NETNS), false, 'the network namespace is gone');
   assert.equal(readFileSync('/proc/mounts', 'utf8').includes(LAB_DIR), false, 'no mount under the lab');

@@ -46,6 +46,7 @@ function normalize(path: string, uid: string, containerId: string): string {
  */
 export async function cgroupFigures(node: string, uid: string, containerID: string, marker: string, pod: string): Promise<Figures> {
   const main = await processCgroup(node, marker);
+  const id = containerID.replace(/^[\w-]+:\/\//, '');
   const dir = `/sys/fs/cgroup${main.cgroup}`;
   const read = async (d: string) => {
     const script = FILES.map((f) => `cat ${d}/${f} 2>/dev/null || echo absent`).join('; ');
@@ -59,13 +60,13 @@ export async function cgroupFigures(node: string, uid: string, containerID: stri
   let execCgroup: string;
   try {
     const p = await processCgroup(node, execMarker);
-    execCgroup = p.cgroup === main.cgroup ? "the container's" : `elsewhere: ${normalize(p.cgroup, uid, containerID.replace(/^[\w-]+:\/\//, ''))}`;
+    execCgroup = p.cgroup === main.cgroup ? "the container's" : `elsewhere: ${normalize(p.cgroup, uid, id)}`;
     await labSh0(node, `kill ${p.pid}`);
   } finally {
     await session;
   }
   return {
-    path: normalize(main.cgroup, uid, containerID.replace(/^[\w-]+:\/\//, '')),
+    path: normalize(main.cgroup, uid, id),
     ...own,
     'pod memory.max': parent['memory.max'],
     'pod cpu.max': parent['cpu.max'],
@@ -77,20 +78,18 @@ export async function cgroupFigures(node: string, uid: string, containerID: stri
 /** Where each of nodelet's agents differs from the kubelet's node on cgroup v2, measured in the lab. */
 export function figureGaps(agent: LabAgent): Partial<Record<keyof Figures, string>> {
   const hierarchy = 'issue #35: no kubepods hierarchy and no pod cgroups yet';
+  const bothRuntimes = {
+    path: hierarchy,
+    'pod memory.max': hierarchy,
+    'pod cpu.max': hierarchy,
+    'memory.oom.group': 'issue #35: the kubelet asks for a container-wide OOM kill on v2 (singleProcessOOMKill false)',
+  };
   switch (agent) {
     case 'nodelet-containerd':
-      return {
-        path: hierarchy,
-        'pod memory.max': hierarchy,
-        'pod cpu.max': hierarchy,
-        'memory.oom.group': 'issue #35: the kubelet asks for a container-wide OOM kill on v2 (singleProcessOOMKill false)',
-      };
+      return bothRuntimes;
     case 'nodelet-process':
       return {
-        path: hierarchy,
-        'pod memory.max': hierarchy,
-        'pod cpu.max': hierarchy,
-        'memory.oom.group': 'issue #35: the kubelet asks for a container-wide OOM kill on v2 (singleProcessOOMKill false)',
+        ...bothRuntimes,
         oom_score_adj: "issue #35: the process runtime does not set the QoS class's OOM score",
         'exec cgroup': "issue #35: the process runtime's exec sessions run in the agent's cgroup, not the container's",
       };
@@ -99,9 +98,9 @@ export function figureGaps(agent: LabAgent): Partial<Record<keyof Figures, strin
   }
 }
 
-/** The host's processes, counted from /proc. */
-export function hostProcessCount(): number {
-  return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).length;
+/** The host's processes, from /proc. */
+export function hostPids(): string[] {
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d));
 }
 
 export function memAvailableBytes(): number {

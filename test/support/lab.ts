@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, projectRoot } from './cluster.js';
+import { projectRoot } from './cluster.js';
 
 export type LabAgent = 'nodelet-containerd' | 'nodelet-process' | 'kubelet';
 
@@ -103,11 +103,6 @@ export async function kubectlOk(args: string[], input?: string, timeoutMs?: numb
 
 export async function kubectlJson<T>(args: string[]): Promise<T> {
   return JSON.parse(await kubectlOk([...args, '-o', 'json'])) as T;
-}
-
-/** Waits for a condition read with kubectl; `check` returns undefined to keep waiting. */
-export function waitKube<T>(what: string, timeoutMs: number, args: string[], check: (obj: never) => T | undefined): Promise<T> {
-  return eventually(what, timeoutMs, async () => check(await kubectlJson<never>(args)), 500);
 }
 
 export function nodeReady(node: { status?: { conditions?: { type: string; status: string }[] } }): boolean {

@@ -93,9 +93,11 @@ export class Sandboxes {
     // Idempotent, as CRI asks: stopping what is not there is not an error.
     const s = this.findSandbox(id);
     if (!s) return;
-    await Promise.all(this.deps.containersOf(s.id).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => this.deps.stopContainer(c.id, 0)));
+    // Not ready before its containers stop: a relist that sees them exited must not see the sandbox
+    // still ready and start them again in it, only for the new sandbox to need them once more.
     s.state = 'SANDBOX_NOTREADY';
     await this.deps.store.saveSandbox(s);
+    await Promise.all(this.deps.containersOf(s.id).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => this.deps.stopContainer(c.id, 0)));
     // As containerd: a stopped sandbox has its network torn down (a failure is the call's, retried).
     await this.releaseNamespaces(s);
   }

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest lab lab-down e2e-daemonset image test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest lab lab-down test-lab e2e-daemonset image test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -13,6 +13,7 @@ help:
 	@echo "make build         compile TypeScript into dist/"
 	@echo "make test          setup + build + cluster-up + unit and integration tests + cluster-down"
 	@echo "make test-unit     unit tests only (no services)"
+	@echo "make test-lab      the pod suites whole with their agents on cgroup v2 lab nodes (make lab's nodes)"
 	@echo "make cluster-up    start etcd, kube-apiserver, kube-scheduler, kube-controller-manager and containerd under .cluster/ (idempotent)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
@@ -58,6 +59,11 @@ test-unit: build
 
 test-integration: build
 	node --test --test-concurrency=1 --test-reporter=spec dist/test/integration
+
+# The suites that look at pods and containers, whole, with their agents on cgroup v2 lab nodes
+# (README "The lab"); make test runs a few of their cases in its lab lane.
+test-lab: setup build
+	node --test --test-reporter=spec dist/test/lab
 
 # nodelet, the kubelet and the process runtime side by side (bench/README.md); brings the test cluster up if it is not.
 bench: setup build

@@ -174,6 +174,8 @@ up_control_plane() {
   start api-door-host - "$(command -v socat)" "TCP-LISTEN:$LAB_API_PORT,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$API_SOCK"
   kubeconfig "$LAB_DIR/admin.kubeconfig" "https://127.0.0.1:$API_PORT" "    token: $token"
   kubeconfig "$LAB_DIR/kubeconfig" "https://127.0.0.1:$LAB_API_PORT" "    token: $token"
+  # The same from inside a node: what the agents the integration suites start in a node use.
+  kubeconfig "$LAB_DIR/in-node.kubeconfig" "https://$GATEWAY:$API_PORT" "    token: $token"
   wait_for kube-apiserver 90 in_ns curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "https://127.0.0.1:$API_PORT/readyz"
   local controllers=namespace-controller,garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller
   controllers+=,pod-garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller

@@ -1,6 +1,7 @@
 // The host's side of hack/lab.sh exec: run inside the lab's network namespace, it sends a command to
 // a node's exec server (exec-server.mjs), passes stdin through, writes the command's stdout and
-// stderr as they come, and exits with its exit code (255 when the node could not be reached).
+// stderr as they come, passes SIGTERM, SIGINT and SIGHUP on to it, and exits with its exit code
+// (255 when the node could not be reached).
 //   node exec-client.mjs ADDRESS PORT TOKEN_FILE -- CMD [ARG...]
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -20,6 +21,9 @@ sock.on('connect', () => {
   process.stdin.on('end', () => sock.write(frame('e', '')));
   process.stdin.on('error', () => sock.write(frame('e', '')));
 });
+// A stop asked of this process is the command's: it gets the signal in the node and its exit code
+// still comes back (SIGKILL cannot be caught; the node's side kills the command when the connection goes).
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(sig, () => (sock.connecting ? process.exit(128 + 15) : sock.write(frame('s', sig))));
 sock.on('data', deframer((kind, body) => {
   if (kind === 'o') process.stdout.write(body);
   else if (kind === 'x') process.stderr.write(body);

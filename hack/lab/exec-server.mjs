@@ -3,7 +3,8 @@
 // only the lab's namespace reaches, and takes a command only with the lab's token (.lab/exec-token).
 //
 // Frames, both ways: one byte of kind, four of length (big-endian), then the bytes.
-//   client -> server: 'r' request (JSON {token, argv, env?}), 'i' stdin, 'e' end of stdin
+//   client -> server: 'r' request (JSON {token, argv, env?}), 'i' stdin, 'e' end of stdin,
+//                     's' a signal for the command (SIGTERM, SIGINT or SIGHUP: what the client got)
 //   server -> client: 'o' stdout, 'x' stderr, 'c' exit (JSON {code, signal?, error?})
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -11,6 +12,8 @@ import { createServer } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { deframer, frame } from './exec-frames.mjs';
 
+// The signals a client passes on: a stop asked of the host's side reaches the command in the node.
+const SIGNALS = new Set(['SIGTERM', 'SIGINT', 'SIGHUP']);
 const [address, port, tokenFile] = process.argv.slice(2);
 const token = Buffer.from(readFileSync(tokenFile, 'utf8').trim());
 
@@ -43,6 +46,8 @@ const server = createServer((sock) => {
       child.stdin.write(body);
     } else if (kind === 'e' && child) {
       child.stdin.end();
+    } else if (kind === 's' && child && SIGNALS.has(body.toString('latin1'))) {
+      child.kill(body.toString('latin1'));
     }
   }));
 });

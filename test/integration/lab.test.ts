@@ -5,13 +5,15 @@
 // belongs to (a todo), the others are asserted. Then the attacks that may not run on the machine
 // the tests live on (a fork bomb, a memory hog, a remount of the host's root) run in a node, and
 // the host, the other nodes and their pods must not notice. `make lab-down` must leave nothing.
-import { before, after } from 'node:test';
+import { before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { eventually } from '../support/cluster.js';
+import { eventually, useClusterEnv } from '../support/cluster.js';
+import { LabNode, labClusterEnv, labContainerd, labProcessRuntime } from '../support/lab-place.js';
+import { podLifecycleSuite } from '../support/suites/pod-lifecycle.js';
 import { steps } from '../support/steps.js';
 import {
   kubectl,
@@ -47,6 +49,9 @@ interface Pod {
   spec: { nodeName?: string };
   status: { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; containerID?: string }[] };
 }
+
+// The suites below work against the lab's cluster, not the test cluster.
+useClusterEnv(labClusterEnv());
 
 // Each step builds on the ones before (test/support/steps.ts).
 const step = steps();
@@ -218,6 +223,20 @@ for (const { name, agent } of NODES.filter((n) => n.name !== KUBELET_NODE)) {
     }
   });
 }
+
+// The integration suites with their agents on the nodes: a few cases of each on nodelet's two
+// runtimes, one node each, at once (make test-lab runs them whole).
+const LAB_CASES = {
+  lifecycle: [
+    'a pod with two containers runs',
+    'runAsNonRoot with an image that runs as root',
+    'in-place resize (pods/resize)',
+  ],
+};
+describe('the integration suites on cgroup v2 nodes', { concurrency: 2 }, () => {
+  describe('pod lifecycle, nodelet on containerd (lab-1)', () => podLifecycleSuite(() => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.lifecycle }));
+  describe('pod lifecycle, nodelet\'s process runtime (lab-2)', () => podLifecycleSuite(() => labProcessRuntime(new LabNode('lab-2'), 'lifecycle'), { cases: LAB_CASES.lifecycle }));
+});
 
 step('a fork bomb and a memory hog in pods of one node end in that node: the host, the other nodes and their pods do not notice', async (t) => {
   const before = { procs: hostPids().length, mem: memAvailableBytes() };

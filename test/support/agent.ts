@@ -1,9 +1,24 @@
-// Runs the real nodelet CLI as a child process against the test cluster, as its own node.
+// Runs the real nodelet CLI as a child process against the test cluster, as its own node: on this
+// machine, or in a lab node (a cgroup v2 machine of user-mode Linux, test/support/lab-place.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterEnv, eventually, freePort, projectRoot } from './cluster.js';
+
+/** Where an agent runs when not on this machine: a lab node. */
+export interface AgentPlace {
+  /** Runs a command there, its output coming back; SIGTERM and SIGINT reach it, SIGKILL ends it. */
+  spawn(argv: string[]): ChildProcess;
+  /** An agent's flags there (its kubeconfig, node IP, serving certificate), and its directories. */
+  agent(nodeName: string): { flags: string[]; rootDir: string; podLogRoot: string };
+  /** An agent's port `port` there (its read-only port) at the same port of this machine's loopback; resolves to its closer. */
+  forwardPort(port: number): Promise<() => void>;
+  /** The node API of an agent there (at `port`), from this machine. */
+  nodeApi(port: number): Promise<{ port: number; servername: string; close(): void }>;
+  /** How much slower than this machine it starts things (user-mode Linux: a system call is dearer). */
+  slowness: number;
+}
 
 export interface RunningAgent {
   nodeName: string;
@@ -13,8 +28,10 @@ export interface RunningAgent {
   localPort: number;
   process: ChildProcess;
   logFile: string;
-  /** Its --root-dir (pods' directories under pods/). */
+  /** Its --root-dir (pods' directories under pods/): a path of the place it runs in. */
   rootDir: string;
+  /** Its --pod-log-root, readable from this machine. */
+  podLogRoot: string;
   /** Every log line so far, parsed. */
   lines: Array<Record<string, unknown>>;
   /** SIGTERM and wait for exit; returns the exit code. */
@@ -27,39 +44,43 @@ export function uniqueNodeName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Starts the agent; unless `waitForStart` is false, waits until it says it started and answers /healthz. */
-export async function startAgent(nodeName: string, extraFlags: string[] = [], opts: { waitForStart?: boolean } = {}): Promise<RunningAgent> {
+/**
+ * Starts the agent (in `place` when given, else on this machine); unless `waitForStart` is false,
+ * waits until it says it started and answers /healthz.
+ */
+export async function startAgent(nodeName: string, extraFlags: string[] = [], opts: { waitForStart?: boolean; place?: AgentPlace } = {}): Promise<RunningAgent> {
   const env = clusterEnv();
   const logDir = join(env.clusterDir, 'test-agents');
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `${nodeName}.log`);
   const out = createWriteStream(logFile, { flags: 'a' });
   const localPort = await freePort();
-  const rootDir = join(logDir, nodeName);
-  const child = spawn(
+  const { place } = opts;
+  const there = place?.agent(nodeName) ?? {
+    flags: ['--kubeconfig', env.kubeconfig, '--runtime-endpoint', env.runtimeEndpoint, '--tls-cert-file', env.nodeTlsCert, '--tls-private-key-file', env.nodeTlsKey, '--client-ca-file', env.clientCA],
+    // Each agent's pod directories (volumes, /etc/hosts, termination messages) of its own.
+    rootDir: join(logDir, nodeName),
+    podLogRoot: env.podLogRoot,
+  };
+  const { rootDir, podLogRoot } = there;
+  const argv = [
     join(projectRoot, 'dist/src/cli/main.js'),
-    [
-      'run',
-      '--node-name', nodeName,
-      '--kubeconfig', env.kubeconfig,
-      '--runtime-endpoint', env.runtimeEndpoint,
-      '--pod-log-root', env.podLogRoot,
-      // Each agent's pod directories (volumes, /etc/hosts, termination messages) of its own.
-      '--root-dir', rootDir,
-      // The node API on a port of its own, with the cluster's node serving certificate; the
-      // read-only port (loopback, plain HTTP) is where the tests read /healthz, /pods, /metrics.
-      '--port', '0',
-      '--tls-cert-file', env.nodeTlsCert,
-      '--tls-private-key-file', env.nodeTlsKey,
-      '--client-ca-file', env.clientCA,
-      '--healthz-port', '0',
-      '--read-only-port', String(localPort),
-      '--log-format', 'json',
-      '--log-level', 'debug',
-      ...extraFlags,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+    'run',
+    '--node-name', nodeName,
+    ...there.flags,
+    '--pod-log-root', podLogRoot,
+    '--root-dir', rootDir,
+    // The node API on a port of its own, with the node serving certificate; the read-only port
+    // (loopback, plain HTTP) is where the tests read /healthz, /pods, /metrics.
+    '--port', '0',
+    '--healthz-port', '0',
+    '--read-only-port', String(localPort),
+    '--log-format', 'json',
+    '--log-level', 'debug',
+    ...extraFlags,
+  ];
+  const child = place ? place.spawn(argv) : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const unforward = place ? await place.forwardPort(localPort) : () => undefined;
   const lines: Array<Record<string, unknown>> = [];
   let buf = '';
   const onData = (chunk: Buffer) => {
@@ -84,6 +105,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     child.once('exit', (code, signal) => {
       dead = true;
       how = signal ? `killed by ${signal}` : `exit code ${code}`;
+      unforward();
       resolve(code);
     }),
   );
@@ -95,6 +117,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     process: child,
     logFile,
     rootDir,
+    podLogRoot,
     lines,
     async stop() {
       if (!dead) child.kill('SIGTERM');
@@ -107,12 +130,13 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
   });
   // An agent that waits for something before it starts (a bootstrap's certificate), as it is.
   if (opts.waitForStart === false) return agent(0);
-  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000, async () => {
+  const slowness = place?.slowness ?? 1;
+  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000 * slowness, async () => {
     if (dead) throw new Error(`agent exited early (${how}); log: ${logFile}`);
     const started = lines.find((l) => l.message === 'nodelet started');
     return started ? Number(started.port) : undefined;
   });
-  await eventually(`agent ${nodeName} /healthz`, 30_000, async () => {
+  await eventually(`agent ${nodeName} /healthz`, 30_000 * slowness, async () => {
     const res = await fetch(`http://127.0.0.1:${localPort}/healthz`).catch(() => undefined);
     return res?.ok ? true : undefined;
   });

@@ -48,6 +48,15 @@ export async function freePort(): Promise<number> {
 
 let cached: ClusterEnv | undefined;
 
+/**
+ * The cluster this test process works against instead of the test cluster's (the lab's, whose
+ * nodes the suites then run their agents on). Called before anything reads clusterEnv().
+ */
+export function useClusterEnv(env: ClusterEnv): void {
+  if (cached && cached !== env) throw new Error('useClusterEnv: clusterEnv() was read before, the process would mix two clusters');
+  cached = env;
+}
+
 /** Reads .cluster/env; throws a clear error when the cluster was never started. */
 export function clusterEnv(): ClusterEnv {
   if (cached) return cached;

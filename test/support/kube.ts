@@ -4,10 +4,30 @@ import type { CoreV1Event, V1Container, V1Pod, V1PodSpec } from '@kubernetes/cli
 import { randomBytes } from 'node:crypto';
 import { clusterEnv, eventually } from './cluster.js';
 
-const kc = new k8s.KubeConfig();
-kc.loadFromFile(clusterEnv().kubeconfig);
-export const core = kc.makeApiClient(k8s.CoreV1Api);
-export const nodeV1 = kc.makeApiClient(k8s.NodeV1Api);
+// Made at first use, not at import: a test file may pick its cluster first (useClusterEnv).
+let kcMade: k8s.KubeConfig | undefined;
+function kc(): k8s.KubeConfig {
+  if (!kcMade) {
+    kcMade = new k8s.KubeConfig();
+    kcMade.loadFromFile(clusterEnv().kubeconfig);
+  }
+  return kcMade;
+}
+
+/** An API client made on its first call. */
+function client<T extends k8s.ApiType>(api: k8s.ApiConstructor<T>): T {
+  let made: T | undefined;
+  return new Proxy({} as T, {
+    get(_, key) {
+      made ??= kc().makeApiClient(api);
+      const v = (made as Record<string | symbol, unknown>)[key];
+      return typeof v === 'function' ? v.bind(made) : v;
+    },
+  });
+}
+
+export const core = client(k8s.CoreV1Api);
+export const nodeV1 = client(k8s.NodeV1Api);
 export const NS = 'default';
 
 export function container(name: string, script: string, extra: Partial<V1Container> = {}): V1Container {
@@ -51,7 +71,7 @@ export async function watchDeletion(pod: V1Pod, timeoutMs: number): Promise<{ de
   let settle!: (p: V1Pod) => void;
   let fail!: (e: Error) => void;
   const deleted = new Promise<V1Pod>((resolve, reject) => ((settle = resolve), (fail = reject)));
-  const abort = await new k8s.Watch(kc).watch(
+  const abort = await new k8s.Watch(kc()).watch(
     `/api/v1/namespaces/${NS}/pods`,
     { fieldSelector: `metadata.name=${pod.metadata!.name}` },
     (type: string, obj: V1Pod) => {

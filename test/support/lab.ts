@@ -10,11 +10,11 @@ export type LabAgent = 'nodelet-containerd' | 'nodelet-process' | 'kubelet';
 
 export const LAB_DIR = join(projectRoot, '.lab-test');
 export const LAB_NETNS = 'nodelet-labtest';
-const LAB_API_PORT = '36444';
+export const LAB_API_PORT = '36444';
 const KUBE_VERSION = 'v1.37.2';
 export const LAB_IMAGE = 'nodelet.test/busybox:1';
 
-const labEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+export const labEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
   ...process.env,
   NODELET_LAB_DIR: LAB_DIR,
   NODELET_LAB_NETNS: LAB_NETNS,
@@ -87,7 +87,7 @@ export function labPids(): number[] {
     .filter((p) => Number.isInteger(p) && p > 0);
 }
 
-const KUBECTL = join(process.env.HOME ?? '/root', '.cache/nodelet/bin', `kubectl-${KUBE_VERSION}`);
+export const KUBECTL = join(process.env.HOME ?? '/root', '.cache/nodelet/bin', `kubectl-${KUBE_VERSION}`);
 
 /** The real kubectl against the lab's cluster. */
 export function kubectl(args: string[], input?: string, timeoutMs = 120_000): Promise<Result> {

@@ -4,6 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
+import type { AgentPlace } from './agent.js';
 import { clusterEnv, eventually, ipInCidr, projectRoot } from './cluster.js';
 
 export interface TestRuntime {
@@ -16,6 +17,8 @@ export interface TestRuntime {
   /** Whether a pod gets an IP of its own (a network namespace on the bridge) or the host's. */
   podNetwork: boolean;
   checkPodIP(ip: string, hostIP: string): boolean;
+  /** Where it runs, and its agents with it, when not on this machine (a lab node); `endpoint` is then the same path on both sides. */
+  place?: AgentPlace;
   stop(): Promise<void>;
 }
 

@@ -3,7 +3,7 @@
 // as the only node agent), then on nodelet with the same pod specs, and the two must be the same.
 // Then what needs no comparison: attach, port-forward, cp, /configz, 401/403 for callers who may
 // not, and 100 followers opened and closed leaving no file handle behind.
-import { test, before, after } from 'node:test';
+import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -17,8 +17,7 @@ import { clusterEnv, eventually, freePort } from '../cluster.js';
 import { container, core, createPod, NS, running, waitPod } from '../kube.js';
 import { KUBELET_PORT, startKubelet } from '../kubelet.js';
 import type { TestRuntime } from '../runtimes.js';
-
-const env = clusterEnv();
+import { casesOf, type SuiteOptions } from '../cases.js';
 
 interface Run {
   code: number | null;
@@ -27,12 +26,14 @@ interface Run {
 }
 
 function kubectl(args: string[], input?: string, timeoutMs = 30_000): Run {
+  const env = clusterEnv();
   const r = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { input, encoding: 'utf8', timeout: timeoutMs });
   return { code: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
 /** kubectl on a pseudo-terminal of the given size (util-linux's script), with input typed into it. */
 function kubectlTty(args: string[], input: string, rows: number, cols: number): Run {
+  const env = clusterEnv();
   const cmd = `stty rows ${rows} cols ${cols}; exec ${[env.kubectl, '--kubeconfig', env.kubeconfig, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`;
   const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { input, encoding: 'utf8', timeout: 30_000 });
   return { code: r.status, stdout: (r.stdout ?? '').replace(/\r/g, ''), stderr: r.stderr ?? '' };
@@ -84,7 +85,8 @@ function execOverWebSocket(pod: string, container: string, command: string[], pr
 
 const show = (r: Run) => `exit ${r.code}\n--stdout--\n${r.stdout}--stderr--\n${r.stderr}`;
 
-const restartingSpec: Omit<V1PodSpec, 'nodeName'> = {
+// A function: the test image is the cluster's, known once the test file has picked its cluster.
+const restartingSpec = (): Omit<V1PodSpec, 'nodeName'> => ({
   // The first instance prints, then fails; the second (after the 10 s back-off) says so and stays.
   volumes: [{ name: 'd', emptyDir: {} }],
   containers: [
@@ -92,15 +94,15 @@ const restartingSpec: Omit<V1PodSpec, 'nodeName'> = {
       volumeMounts: [{ name: 'd', mountPath: '/d' }],
     }),
   ],
-};
+});
 
 /** Everything compared between the kubelet and nodelet, observed on one node. */
-async function observe(node: string, port: number): Promise<Observations> {
+async function observe(node: string, api: NodeApi): Promise<Observations> {
   const o: Observations = {};
   const pods: V1Pod[] = [];
   const logs = (args: string[]) => show(kubectl(['logs', ...args]));
 
-  const restarting = await createPod(node, 'logs', restartingSpec);
+  const restarting = await createPod(node, 'logs', restartingSpec());
   const finished = await createPod(node, 'done', { restartPolicy: 'Never', containers: [container('c', 'echo a; sleep 1; echo b; sleep 1; echo c')] });
   const missing = await createPod(node, 'missing', { containers: [container('c', 'true', { image: 'nodelet.test/missing:1' })] });
   const shell = await createPod(node, 'shell', {
@@ -130,7 +132,7 @@ async function observe(node: string, port: number): Promise<Observations> {
   o['logs --previous --since-time (future)'] = logs(['--previous', '--since-time', new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'), name]);
   // Straight to the node API as the API server calls it (its nodes/proxy refuses loopback nodes).
   const direct = async (path: string) => {
-    const r = await nodeGet(port, path);
+    const r = await nodeGet(api, path);
     return `${r.code} ${r.body}`;
   };
   o['node API: a container not in the spec'] = await direct(`/containerLogs/${NS}/${name}/nosuch`);
@@ -171,16 +173,23 @@ async function observe(node: string, port: number): Promise<Observations> {
 const KNOWN_DIFFERENCES: Record<string, { why: string; nodelet: (kubelet: string) => string }> = {};
 
 /** A GET on the node API with the API server's own client certificate (system:masters). */
-function nodeGet(port: number, path: string, signal?: AbortSignal, cert = true): Promise<{ code: number; body: string; res: import('node:http').IncomingMessage }> {
-  const pki = join(env.clusterDir, 'pki');
+/** A node API as this machine reaches it: a loopback port, and the name its serving certificate has. */
+export interface NodeApi {
+  port: number;
+  servername: string;
+  close?(): void;
+}
+
+function nodeGet(api: NodeApi, path: string, signal?: AbortSignal, cert = true): Promise<{ code: number; body: string; res: import('node:http').IncomingMessage }> {
+  const pki = join(clusterEnv().clusterDir, 'pki');
   return new Promise((resolve, reject) => {
     const req = https.get(
       {
         host: '127.0.0.1',
-        port,
+        port: api.port,
         path,
         ca: readFileSync(join(pki, 'ca.crt')),
-        servername: hostname(),
+        servername: api.servername,
         ...(cert ? { cert: readFileSync(join(pki, 'apiserver-kubelet-client.crt')), key: readFileSync(join(pki, 'apiserver-kubelet-client.key')) } : {}),
         signal,
       },
@@ -195,18 +204,33 @@ function nodeGet(port: number, path: string, signal?: AbortSignal, cert = true):
   });
 }
 
-export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
+/** A kubelet node to observe: its name, its node API, and how to be done with it. */
+export interface KubeletNode {
+  node: string;
+  api: NodeApi;
+  stop(): Promise<void>;
+}
+
+/** The kubelet on this machine, alone on the test cluster's containerd, under this machine's name (its Hostname address is its node name, and the API server dials that). */
+async function kubeletHere(): Promise<KubeletNode> {
+  const kubelet = await startKubelet(core, { node: hostname(), maxPods: 110, serveNodeApi: true });
+  return { node: kubelet.node, api: { port: KUBELET_PORT, servername: hostname() }, stop: () => kubelet.stop() };
+}
+
+export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions & { kubelet?: () => Promise<KubeletNode> } = {}): void {
+  const test = casesOf(opts);
+  const env = clusterEnv();
   let rt: TestRuntime;
   let agent: RunningAgent;
+  let api: NodeApi;
   let node: string;
   let kubeletSaw: Observations;
 
   before(async () => {
-    // The kubelet first, alone on containerd, under this machine's name (its Hostname address is
-    // its node name, and the API server dials that).
-    const kubelet = await startKubelet(core, { node: hostname(), maxPods: 110, serveNodeApi: true });
+    // The kubelet first.
+    const kubelet = await (opts.kubelet ?? kubeletHere)();
     try {
-      kubeletSaw = await observe(kubelet.node, KUBELET_PORT);
+      kubeletSaw = await observe(kubelet.node, kubelet.api);
     } finally {
       await kubelet.stop();
     }
@@ -215,15 +239,17 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     // Logs rotate at 4 KiB, looked at every 2 s (the kubelet's defaults are 10 MiB and 10 s): a
     // follower, as the kubelet's, reopens the path when it changes, so rotations must not come
     // faster than it notices them.
-    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint, '--container-log-max-size', '4Ki', '--container-log-max-files', '3', '--container-log-monitor-interval', '2s']);
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint, '--container-log-max-size', '4Ki', '--container-log-max-files', '3', '--container-log-monitor-interval', '2s'], { place: rt.place });
+    api = rt.place ? await rt.place.nodeApi(agent.port) : { port: agent.port, servername: hostname() };
   });
   after(async () => {
+    api?.close?.();
     await cleanupAgent(agent, rt.endpoint);
     await rt.stop();
   });
 
   test('kubectl logs and kubectl exec show on nodelet what they show on the kubelet', async () => {
-    const saw = await observe(node, agent.port);
+    const saw = await observe(node, api);
     for (const key of Object.keys(kubeletSaw)) {
       const known = KNOWN_DIFFERENCES[key];
       assert.equal(saw[key], known ? known.nodelet(kubeletSaw[key]) : kubeletSaw[key], `${key}: nodelet (${rt.name}) differs from the kubelet`);
@@ -251,7 +277,7 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
     const numbers = seen.split('\n').filter((l) => l.startsWith('line ')).map((l) => Number(/^line (\d+) /.exec(l)?.[1]));
     assert.deepEqual(numbers, Array.from({ length: 3000 }, (_, i) => i + 1), 'every line once, in order, across rotations');
-    const dir = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c');
+    const dir = join(agent.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c');
     const files = readdirSync(dir);
     assert.ok(files.length <= 3, files.join(' '));
     assert.ok(files.includes('0.log') && files.some((f) => f.startsWith('0.log.')), files.join(' '));
@@ -300,13 +326,13 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
 
   test('/configz, /pods and /healthz answer the API server\'s client certificate', async () => {
     // (The API server's nodes/<node>/proxy refuses nodes on loopback addresses, where test nodes are.)
-    const cfg = JSON.parse((await nodeGet(agent.port, '/configz')).body);
+    const cfg = JSON.parse((await nodeGet(api, '/configz')).body);
     assert.equal(cfg.kubeletconfig.authentication.anonymous.enabled, false);
     assert.equal(cfg.kubeletconfig.authorization.mode, 'Webhook');
     assert.equal(cfg.kubeletconfig.syncFrequency, '1m0s');
-    const list = JSON.parse((await nodeGet(agent.port, '/pods')).body);
+    const list = JSON.parse((await nodeGet(api, '/pods')).body);
     assert.equal(list.kind, 'PodList');
-    assert.equal((await nodeGet(agent.port, '/healthz')).body, 'ok');
+    assert.equal((await nodeGet(api, '/healthz')).body, 'ok');
   });
 
   test('/stats/summary and /metrics/resource: the node, and each pod with its containers, CPU, memory, logs and volumes', async () => {
@@ -316,7 +342,7 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     });
     await waitPod(pod, 'running', 60_000, running);
     const summary = await eventually('the pod in the summary with its CPU and memory', 30_000, async () => {
-      const s = JSON.parse((await nodeGet(agent.port, '/stats/summary')).body);
+      const s = JSON.parse((await nodeGet(api, '/stats/summary')).body);
       const p = s.pods?.find((x: { podRef: { uid: string } }) => x.podRef.uid === pod.metadata!.uid);
       const c = p?.containers?.find((x: { name: string }) => x.name === 'c');
       return c?.cpu?.usageCoreNanoSeconds > 0 && c?.memory?.workingSetBytes > 0 && p.volume?.some((v: { name: string; usedBytes: number }) => v.name === 'scratch' && v.usedBytes >= 200_000) ? s : undefined;
@@ -330,13 +356,13 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     assert.ok(p.network?.interfaces?.length > 0 && typeof p.network.rxBytes === 'number', JSON.stringify(p.network));
     if (rt.podNetwork) assert.equal(p.network.name, 'eth0');
     assert.ok(summary.node.network?.interfaces?.length > 0, JSON.stringify(summary.node.network));
-    const metrics = (await nodeGet(agent.port, '/metrics/resource')).body;
+    const metrics = (await nodeGet(api, '/metrics/resource')).body;
     assert.match(metrics, new RegExp(`container_cpu_usage_seconds_total\\{container="c",namespace="${NS}",pod="${pod.metadata!.name}"\\} [0-9.e-]+ \\d+`));
     assert.match(metrics, /^node_memory_working_set_bytes \d+ \d+$/m);
   });
 
   test('callers without credentials get 401, and a ServiceAccount without nodes/proxy 403 in the kubelet\'s words', async () => {
-    const anon = await nodeGet(agent.port, '/pods', undefined, false);
+    const anon = await nodeGet(api, '/pods', undefined, false);
     assert.equal(anon.code, 401);
     assert.equal(anon.body, 'Unauthorized');
     const sa = `no-rights-${Date.now().toString(36)}`;
@@ -345,7 +371,7 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
       const token = kubectl(['create', 'token', sa, '-n', NS]).stdout.trim();
       const r = await new Promise<{ code: number; body: string }>((resolve, reject) => {
         https
-          .get({ host: '127.0.0.1', port: agent.port, path: `/containerLogs/${NS}/x/c`, ca: readFileSync(env.clientCA), servername: hostname(), headers: { authorization: `Bearer ${token}` } }, (res) => {
+          .get({ host: '127.0.0.1', port: api.port, path: `/containerLogs/${NS}/x/c`, ca: readFileSync(env.clientCA), servername: api.servername, headers: { authorization: `Bearer ${token}` } }, (res) => {
             let body = '';
             res.on('data', (c: Buffer) => (body += c));
             res.on('end', () => resolve({ code: res.statusCode ?? 0, body }));
@@ -365,11 +391,11 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>): void {
     const fds = () => readdirSync(`/proc/${agent.process.pid}/fd`).length;
     const rssMB = () => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${agent.process.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
     const path = `/containerLogs/${NS}/${pod.metadata!.name}/c?follow=true`;
-    await nodeGet(agent.port, `/containerLogs/${NS}/${pod.metadata!.name}/c?tailLines=1`);
+    await nodeGet(api, `/containerLogs/${NS}/${pod.metadata!.name}/c?tailLines=1`);
     const before = fds();
     const rssBefore = rssMB();
     const ac = new AbortController();
-    const followers = await Promise.all(Array.from({ length: 100 }, () => nodeGet(agent.port, path, ac.signal)));
+    const followers = await Promise.all(Array.from({ length: 100 }, () => nodeGet(api, path, ac.signal)));
     assert.ok(followers.every((f) => f.code === 200));
     await eventually('the followers to be served', 10_000, async () => (fds() >= before + 100 ? true : undefined));
     ac.abort();

@@ -4,7 +4,7 @@
 // hostPID and sysctls as the kubelet passes them; seccomp profiles (RuntimeDefault, Unconfined,
 // Localhost), no_new_privs and the bounding set applied to containers and to what is exec'd in
 // them; mount propagation of hostPath volumes. One suite, run once per runtime.
-import { test, before, after } from 'node:test';
+import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -15,8 +15,10 @@ import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../
 import { clusterEnv, eventually, freePort } from '../cluster.js';
 import { container, createPod, NS, running, waitPod } from '../kube.js';
 import type { TestRuntime } from '../runtimes.js';
+import { casesOf, type SuiteOptions } from '../cases.js';
 
-export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>): void {
+export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions = {}): void {
+  const test = casesOf(opts);
   const env = clusterEnv();
   let rt: TestRuntime;
   let agent: RunningAgent;
@@ -25,7 +27,7 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>): void
   before(async () => {
     rt = await makeRuntime();
     node = uniqueNodeName(`it-iso-${rt.name}`);
-    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint], { place: rt.place });
   });
   after(async () => {
     await cleanupAgent(agent, rt.endpoint);

@@ -1,21 +1,22 @@
 // The core pipeline on the real cluster: nodelet (the CLI, as a child process) runs pods created
 // through the API in a real runtime (containerd, or nodelet's process runtime), and reports status
 // and events back. One suite, run once per runtime by the *.test.ts files that call it.
-import { test, before, after } from 'node:test';
+import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
 import { clusterEnv, eventually } from '../cluster.js';
 import { container, core, createPod, getPod, nodeV1, NS, podEvents, running, waitPod, watchDeletion } from '../kube.js';
 import type { TestRuntime } from '../runtimes.js';
+import { casesOf, type SuiteOptions } from '../cases.js';
 
-export function podLifecycleSuite(makeRuntime: () => Promise<TestRuntime>): void {
+export function podLifecycleSuite(makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions = {}): void {
+const test = casesOf(opts);
 const env = clusterEnv();
 let rt: TestRuntime;
 let cri: CriClient;
@@ -26,7 +27,7 @@ before(async () => {
   rt = await makeRuntime();
   cri = new CriClient(rt.endpoint);
   node = uniqueNodeName(`it-life-${rt.name}`);
-  agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint]);
+  agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint], { place: rt.place });
 });
 after(async () => {
   await cleanupAgent(agent, rt.endpoint);
@@ -237,7 +238,7 @@ test('the environment reaches the container intact: values, $(VAR) expansion, do
     ],
   });
   const pod = await waitPod(created, 'Running', 30_000, running);
-  const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
+  const log = join(agent.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
   const line = await eventually('the container\'s first line in its CRI log', 10_000, async () => (existsSync(log) ? /stdout F (A=.*)$/m.exec(readFileSync(log, 'utf8'))?.[1] : undefined));
   assert.equal(line, `A=héllo wörld B=héllo wörld! NAME=${pod.metadata!.name} NS=${NS} IP=${pod.status!.podIP}`);
 });
@@ -256,7 +257,7 @@ test('a hostNetwork pod\'s status.podIP env var is the node\'s IP, as its status
     containers: [container('c', 'echo "IP=$POD_IP HOST=$HOST_IP"; while true; do sleep 1; done', { env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }] })],
   });
   const pod = await waitPod(created, 'Running', 30_000, running);
-  const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
+  const log = join(agent.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
   const line = await eventually('the container\'s first line in its CRI log', 10_000, async () => (existsSync(log) ? /stdout F (IP=.*)$/m.exec(readFileSync(log, 'utf8'))?.[1] : undefined));
   assert.equal(line, `IP=${pod.status!.hostIP} HOST=${pod.status!.hostIP}`);
   assert.equal(pod.status!.podIP, pod.status!.hostIP);
@@ -301,7 +302,7 @@ test('an ephemeral container added to a running pod runs (once), beside the othe
   // In the target's PID namespace: the app's loop is among its processes.
   const ps = await cri.execSync(id, ['ps', '-o', 'args'], 10);
   assert.match(Buffer.from(ps.stdout).toString(), /while true; do sleep 0\.2; done/);
-  const log = join(env.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'debugger', '0.log');
+  const log = join(agent.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'debugger', '0.log');
   await eventually('its output in its log', 10_000, async () => (existsSync(log) && readFileSync(log, 'utf8').includes('polo') ? true : undefined));
   assert.ok((await podEvents(pod)).some((e) => e.reason === 'Started' && e.involvedObject.fieldPath === 'spec.ephemeralContainers{debugger}'));
 });
@@ -371,14 +372,17 @@ test('in-place resize (pods/resize): applied to the running container with no re
   assert.ok((await podEvents(pod)).some((e) => e.reason === 'Killing' && e.message === 'Container c resize requires restart'));
 
   // More CPU than is left beside another pod (the API refuses more than the node has): Deferred,
-  // the container keeps what it has; once the other pod goes, the resize is allocated.
-  const other = await createPod(node, 'resize-other', { containers: [container('c', loop, { resources: { requests: { cpu: '1500m' } } })] });
+  // the container keeps what it has; once the other pod goes, the resize is allocated. The other
+  // pod leaves half a CPU of the node's (two here, one on a lab node).
+  const cpus = (await core.readNode({ name: node })).status!.capacity!.cpu!;
+  const otherMilli = (cpus.endsWith('m') ? Number(cpus.slice(0, -1)) : Number(cpus) * 1000) - 500;
+  const other = await createPod(node, 'resize-other', { containers: [container('c', loop, { resources: { requests: { cpu: `${otherMilli}m` } } })] });
   await waitPod(other, 'the other pod Running', 30_000, running);
   resize({ spec: { containers: [{ name: 'c', resources: resources(1000, '96Mi') }] } });
   const deferred = await waitPod(pod, 'PodResizePending', 30_000, (p) => (p.status?.conditions?.some((c) => c.type === 'PodResizePending') ? p : undefined));
   const pending = deferred.status!.conditions!.find((c) => c.type === 'PodResizePending')!;
   assert.equal(pending.reason, 'Deferred');
-  assert.match(pending.message ?? '', /^Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: \d+$/);
+  assert.match(pending.message ?? '', new RegExp(`^Node didn't have enough resource: cpu, requested: 1000, used: ${otherMilli}, capacity: \\d+$`));
   assert.equal(deferred.status!.containerStatuses![0]!.resources?.limits?.cpu, '300m');
   assert.ok((await podEvents(pod)).some((e) => e.type === 'Warning' && e.reason === 'ResizeDeferred' && /^Pod resize OutOfcpu: /.test(e.message ?? '')));
   await core.deleteNamespacedPod({ name: other.metadata!.name!, namespace: NS, gracePeriodSeconds: 0 });
@@ -389,10 +393,11 @@ test('in-place resize (pods/resize): applied to the running container with no re
 
 test('at rest, a resync reads the pod from the pod cache, not the runtime; a container stopped behind the agent\'s back is still restarted', async () => {
   // An agent of its own, resyncing every second, so that resyncs happen within the test.
-  const dir = mkdtempSync(join(tmpdir(), 'nodelet-cache-'));
+  // Where the agent's place reads it too (a lab node sees the lab's directory, not this /tmp).
+  const dir = mkdtempSync(join(env.clusterDir, 'nodelet-cache-'));
   const config = join(dir, 'nodelet.yaml');
   writeFileSync(config, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nsyncFrequency: 1s\n');
-  const quick = await startAgent(uniqueNodeName(`it-cache-${rt.name}`), ['--runtime-endpoint', rt.endpoint, '--config', config]);
+  const quick = await startAgent(uniqueNodeName(`it-cache-${rt.name}`), ['--runtime-endpoint', rt.endpoint, '--config', config], { place: rt.place });
   try {
     const created = await createPod(quick.nodeName, 'cached', { containers: [container('c', loop)] });
     const pod = await waitPod(created, 'Running', 30_000, running);
@@ -423,7 +428,7 @@ test('at rest, a resync reads the pod from the pod cache, not the runtime; a con
 
 test('a pod of this node that no worker has (started behind the agent\'s back) is killed by housekeeping, as the kubelet\'s HandlePodCleanups does', async () => {
   const uid = randomUUID();
-  const logDir = join(env.podLogRoot, `${NS}_unwanted_${uid}`);
+  const logDir = join(agent.podLogRoot, `${NS}_unwanted_${uid}`);
   mkdirSync(logDir, { recursive: true });
   const config = {
     metadata: { name: 'unwanted', uid, namespace: NS, attempt: 0 },

@@ -16,8 +16,6 @@ export interface AgentPlace {
   forwardPort(port: number): Promise<() => void>;
   /** The node API of an agent there (at `port`), from this machine. */
   nodeApi(port: number): Promise<{ port: number; servername: string; close(): void }>;
-  /** How much slower than this machine it starts things (user-mode Linux: a system call is dearer). */
-  slowness: number;
 }
 
 export interface RunningAgent {
@@ -130,13 +128,12 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
   });
   // An agent that waits for something before it starts (a bootstrap's certificate), as it is.
   if (opts.waitForStart === false) return agent(0);
-  const slowness = place?.slowness ?? 1;
-  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000 * slowness, async () => {
+  const port = await eventually(`agent ${nodeName} to start (log ${logFile})`, 30_000, async () => {
     if (dead) throw new Error(`agent exited early (${how}); log: ${logFile}`);
     const started = lines.find((l) => l.message === 'nodelet started');
     return started ? Number(started.port) : undefined;
   });
-  await eventually(`agent ${nodeName} /healthz`, 30_000 * slowness, async () => {
+  await eventually(`agent ${nodeName} /healthz`, 30_000, async () => {
     const res = await fetch(`http://127.0.0.1:${localPort}/healthz`).catch(() => undefined);
     return res?.ok ? true : undefined;
   });

@@ -31,6 +31,8 @@ export interface ClusterEnv {
   /** busybox images in them: private/busybox:1 (and :2) and public/busybox:1. */
   privateImage: string;
   publicImage: string;
+  /** How many times longer than here a wait may take on this cluster's nodes (the lab's: one CPU, user-mode Linux); 1 when absent. */
+  slowness?: number;
 }
 
 /** A loopback port free at the time of asking (for an agent's plain-HTTP ports, which take no 0). */
@@ -101,6 +103,8 @@ export function clusterEnv(): ClusterEnv {
 
 /** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs` with `what`. */
 export async function eventually<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, intervalMs = 100): Promise<T> {
+  // Scaled for the cluster the process works against (what was picked, without reading .cluster/env for it).
+  timeoutMs *= cached?.slowness ?? 1;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

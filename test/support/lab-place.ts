@@ -5,14 +5,13 @@
 // runtime's own socket or a link to it, on this machine a door to it), so the flags and endpoints
 // the suites pass mean the same on both.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, rmSync } from 'node:fs';
+import { createWriteStream, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { CriClient } from '../../src/cri/client.js';
 import type { AgentPlace } from './agent.js';
-import { eventually, freePort, ipInCidr, projectRoot, type ClusterEnv } from './cluster.js';
+import { freePort, ipInCidr, projectRoot, type ClusterEnv } from './cluster.js';
 import { KUBECTL, LAB_API_PORT, LAB_DIR, labEnv, labSh0 } from './lab.js';
-import type { TestRuntime } from './runtimes.js';
+import { criServes, RUNTIME_KINDS, type TestRuntime } from './runtimes.js';
 import type { KubeletNode } from './suites/node-api.js';
 
 const NONE = '(the lab has none)';
@@ -141,16 +140,6 @@ export class LabNode implements AgentPlace {
   }
 }
 
-/** Waits until a CRI endpoint answers as `runtimeName`. */
-async function criServes(endpoint: string, runtimeName: string, timeoutMs: number): Promise<void> {
-  const cri = new CriClient(endpoint, { statusTimeoutMs: 5000 });
-  try {
-    await eventually(`${runtimeName} at ${endpoint}`, timeoutMs, async () => ((await cri.version('0.1.0').catch(() => undefined))?.runtime_name === runtimeName ? true : undefined), 500);
-  } finally {
-    cri.close();
-  }
-}
-
 /** The node's containerd (its boot started it), for the suites' agents there. */
 export async function labContainerd(node: LabNode): Promise<TestRuntime> {
   const socket = socketPath(`containerd-${node.name}.sock`);
@@ -158,13 +147,10 @@ export async function labContainerd(node: LabNode): Promise<TestRuntime> {
   await labSh0(node.name, `mkdir -p '${join(socket, '..')}' && ln -sfn /run/containerd/containerd.sock '${socket}'`);
   const close = await node.door({ path: socket }, 'UNIX-CONNECT:/run/containerd/containerd.sock');
   const endpoint = `unix://${socket}`;
-  await criServes(endpoint, 'containerd', 30_000);
+  await criServes(endpoint, 'containerd', 30_000, 500, 5000);
   return {
-    name: 'containerd',
+    ...RUNTIME_KINDS.containerd,
     endpoint,
-    idScheme: 'containerd',
-    handler: 'runc',
-    podNetwork: true,
     checkPodIP: (ip) => ipInCidr(ip, node.podCidr),
     place: node,
     stop: async () => close(),
@@ -185,20 +171,17 @@ export async function labProcessRuntime(node: LabNode, tag: string): Promise<Tes
   await labSh0(node.name, `for _ in $(seq 1 600); do [ -S '${socket}' ] && exit 0; sleep 0.1; done; echo 'no ${socket}' >&2; exit 1`, 90_000);
   const close = await node.door({ path: socket }, `UNIX-CONNECT:${socket}`);
   const endpoint = `unix://${socket}`;
-  await criServes(endpoint, 'nodelet-process', 60_000);
+  await criServes(endpoint, 'nodelet-process', 60_000, 500, 5000);
   return {
-    name: 'process',
+    ...RUNTIME_KINDS.process,
     endpoint,
-    idScheme: 'nodelet-process',
-    handler: 'process',
-    podNetwork: true,
     checkPodIP: (ip) => ipInCidr(ip, node.podCidr),
     place: node,
     async stop() {
       child.kill('SIGTERM');
       await exited;
       close();
-      if (existsSync(socket)) rmSync(socket, { force: true });
+      rmSync(socket, { force: true });
     },
   };
 }

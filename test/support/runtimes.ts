@@ -22,14 +22,27 @@ export interface TestRuntime {
   stop(): Promise<void>;
 }
 
+/** What a runtime of each kind is, wherever it runs: its name, container ID scheme and CRI handler. */
+export const RUNTIME_KINDS = {
+  containerd: { name: 'containerd', idScheme: 'containerd', handler: 'runc', podNetwork: true },
+  process: { name: 'process', idScheme: 'nodelet-process', handler: 'process', podNetwork: true },
+} as const;
+
+/** Waits until the CRI endpoint answers Version as `runtimeName` (containerd, nodelet-process). */
+export async function criServes(endpoint: string, runtimeName: string, timeoutMs: number, intervalMs = 100, statusTimeoutMs = 1000): Promise<void> {
+  const cri = new CriClient(endpoint, { statusTimeoutMs });
+  try {
+    await eventually(`${runtimeName} to serve at ${endpoint}`, timeoutMs, async () => ((await cri.version('0.1.0').catch(() => undefined))?.runtime_name === runtimeName ? true : undefined), intervalMs);
+  } finally {
+    cri.close();
+  }
+}
+
 export function containerdRuntime(): TestRuntime {
   const env = clusterEnv();
   return {
-    name: 'containerd',
+    ...RUNTIME_KINDS.containerd,
     endpoint: env.runtimeEndpoint,
-    idScheme: 'containerd',
-    handler: 'runc',
-    podNetwork: true,
     checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
     stop: async () => undefined,
   };
@@ -59,20 +72,12 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
       stdio: ['ignore', log, log],
     });
     closeSync(log);
-    const cri = new CriClient(`unix://${socket}`, { statusTimeoutMs: 1000 });
-    try {
-      await eventually('the process runtime to serve', 20_000, async () => ((await cri.version('0.1.0')).runtime_name === 'nodelet-process' ? true : undefined));
-    } finally {
-      cri.close();
-    }
+    await criServes(`unix://${socket}`, 'nodelet-process', 20_000);
     return child;
   };
   const handle: ProcessRuntimeHandle = {
-    name: 'process',
+    ...RUNTIME_KINDS.process,
     endpoint: `unix://${socket}`,
-    idScheme: 'nodelet-process',
-    handler: 'process',
-    podNetwork: true,
     checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
     process: await launch(),
     async restart() {
@@ -169,12 +174,7 @@ export async function privateContainerd(tag: string): Promise<PrivateContainerd>
   const child = spawn('containerd', ['--config', join(dir, 'config.toml'), '--log-level', 'warn'], { stdio: ['ignore', log, log] });
   closeSync(log);
   const endpoint = `unix://${socket}`;
-  const cri = new CriClient(endpoint, { statusTimeoutMs: 1000 });
-  try {
-    await eventually('the private containerd to serve', 30_000, async () => ((await cri.version('0.1.0').catch(() => undefined))?.runtime_name === 'containerd' ? true : undefined), 200);
-  } finally {
-    cri.close();
-  }
+  await criServes(endpoint, 'containerd', 30_000, 200);
   const images = join(env.clusterDir, 'images');
   for (const line of readFileSync(join(images, 'images.txt'), 'utf8').split('\n')) {
     const [file, ref] = line.split(' ');
@@ -183,11 +183,8 @@ export async function privateContainerd(tag: string): Promise<PrivateContainerd>
     if (r.status !== 0) throw new Error(`importing ${ref} into the private containerd: ${r.stderr}`);
   }
   return {
-    name: 'containerd',
+    ...RUNTIME_KINDS.containerd,
     endpoint,
-    idScheme: 'containerd',
-    handler: 'runc',
-    podNetwork: true,
     checkPodIP: (ip) => ipInCidr(ip, env.podCidr),
     cniConfDir,
     addPodNetwork() {

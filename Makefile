@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run:
 	hack/run.sh
 
-.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest lab lab-down test-lab e2e-daemonset image test test-unit test-integration clean
+.PHONY: run help setup build proto cluster-up cluster-down agent-up agent-down bench conformance drills critest lab lab-down test-lab attacks e2e-daemonset image test test-unit test-integration clean
 
 help:
 	@echo "make run           nodelet standalone (process runtime, example static pods), shown live; Ctrl-C stops all"
@@ -14,6 +14,7 @@ help:
 	@echo "make test          setup + build + cluster-up + unit and integration tests + cluster-down"
 	@echo "make test-unit     unit tests only (no services)"
 	@echo "make test-lab      the pod suites whole with their agents on cgroup v2 lab nodes (make lab's nodes)"
+	@echo "make attacks       the attack suite: hostile pods and images against nodelet on both runtimes, in lab nodes"
 	@echo "make cluster-up    start etcd, kube-apiserver, kube-scheduler, kube-controller-manager and containerd under .cluster/ (idempotent)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make agent-up      run nodelet in the background as node NODE (default nodelet-0); make agent-down stops it"
@@ -64,6 +65,11 @@ test-integration: build
 # (README "The lab"); make test runs a few of their cases in its lab lane.
 test-lab: setup build
 	node --test --test-reporter=spec dist/test/lab
+
+# The attack suite (hostile pods and images, issue 33) whole, in lab nodes; make test runs a
+# reduced set of it in its lab lane.
+attacks: setup build
+	node --test --test-reporter=spec dist/test/attacks
 
 # nodelet, the kubelet and the process runtime side by side (bench/README.md); brings the test cluster up if it is not.
 bench: setup build

@@ -1,6 +1,7 @@
 // CPU and memory limits through cgroups, where the host lets us write them (v1 or v2).
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { v1DeviceRule, type DeviceRule } from './devices.js';
 import { mounts } from './procfs.js';
 import { readCgroupV1, readCgroupV2, type UsageSample } from './stats.js';
 
@@ -11,17 +12,28 @@ export interface CgroupLimits {
   memoryBytes?: number;
 }
 
+/** Where a container's processes go, and what the launcher must still do there. */
+export interface CgroupPlacement {
+  /** The cgroup.procs files to join. */
+  procs: string[];
+  /** cgroup v2: the cgroup the launcher attaches the device filter to (v1 has its rules written already). */
+  deviceCgroup?: string;
+}
+
 export interface Cgroups {
   /** 'v1', 'v2', or why limits cannot be applied. */
   mode: 'v1' | 'v2' | 'none';
   detail: string;
   /**
-   * Creates the container's cgroups with limits; returns the cgroup.procs files to join: its own,
-   * and on v1 the runtime's cgroup in every other hierarchy, so that nothing of the container stays
-   * in the cgroups of whoever started the runtime (a DaemonSet pod's container, whose end kills
-   * every process left in its cgroups).
+   * Creates the container's cgroups with limits and its device allow-list (v1: written here; v2:
+   * left to the launcher, an eBPF filter); returns the cgroup.procs files to join: its own, and on
+   * v1 the runtime's cgroup in every other hierarchy, so that nothing of the container stays in the
+   * cgroups of whoever started the runtime (a DaemonSet pod's container, whose end kills every
+   * process left in its cgroups). Throws where the devices cannot be restricted.
    */
-  create(id: string, limits: CgroupLimits): string[];
+  create(id: string, limits: CgroupLimits, devices: DeviceRule[]): CgroupPlacement;
+  /** The cgroup.procs files of a container's cgroups that exist: what a command exec'd in it joins. */
+  procs(id: string): string[];
   /** The cgroup.procs files for the runtime's helpers that outlive it (a pod's PID namespace holder). */
   helpers(): string[];
   /** Sets a running container's limits anew (a resize), unset ones lifted; throws what the kernel refused. */
@@ -86,14 +98,15 @@ export function detectCgroups(): Cgroups {
       return {
         mode: 'v2',
         detail: 'cgroup v2',
-        create(id, l) {
+        create(id, l, devices) {
           const d = join(dir, id);
           mkdirSync(d, { recursive: true });
           if (l.memoryBytes) tryWrite(join(d, 'memory.max'), String(l.memoryBytes));
           if (l.cpuQuotaUs && l.cpuPeriodUs) tryWrite(join(d, 'cpu.max'), `${l.cpuQuotaUs} ${l.cpuPeriodUs}`);
           if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(cpuWeight(l.cpuShares)));
-          return [join(d, 'cgroup.procs')];
+          return { procs: [join(d, 'cgroup.procs')], deviceCgroup: allDevices(devices) ? undefined : d };
         },
+        procs: (id) => [join(dir, id, 'cgroup.procs')].filter((f) => existsSync(f)),
         helpers() {
           // A leaf: a cgroup with controllers enabled for its children may hold no process itself.
           const d = join(dir, 'helpers');
@@ -136,16 +149,21 @@ export function detectCgroups(): Cgroups {
     const acct = acctRoot ? join(acctRoot, PARENT) : undefined;
     // The cpuacct cgroups a container joins beside its cpu ones: only where it is a hierarchy of its own.
     const ownAcct = acct && realpathSync(acctRoot!) !== realpathSync(join(ROOT, 'cpu')) ? acct : undefined;
+    const devicesRoot = existsSync(join(ROOT, 'devices', 'devices.allow')) ? join(ROOT, 'devices') : undefined;
+    const dev = devicesRoot ? join(devicesRoot, PARENT) : undefined;
     try {
       mkdirSync(mem, { recursive: true });
       mkdirSync(cpu, { recursive: true });
       if (ownAcct) mkdirSync(ownAcct, { recursive: true });
-      const limited = [join(ROOT, 'memory'), join(ROOT, 'cpu'), ...(acctRoot ? [acctRoot] : [])].map((d) => realpathSync(d));
+      if (dev) mkdirSync(dev, { recursive: true });
+      const limited = [join(ROOT, 'memory'), join(ROOT, 'cpu'), ...(acctRoot ? [acctRoot] : []), ...(devicesRoot ? [devicesRoot] : [])].map((d) => realpathSync(d));
+      const ownDirs = (id: string) => [join(mem, id), join(cpu, id), ...(ownAcct ? [join(ownAcct, id)] : []), ...(dev ? [join(dev, id)] : [])];
       const others = otherHierarchies(limited);
       return {
         mode: 'v1',
         detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
-        create(id, l) {
+        create(id, l, devices) {
+          if (!dev) throw new Error("the devices cgroup controller is not mounted: the container's devices cannot be restricted");
           const m = join(mem, id);
           const c = join(cpu, id);
           mkdirSync(m, { recursive: true });
@@ -155,22 +173,29 @@ export function detectCgroups(): Cgroups {
             mkdirSync(join(ownAcct, id), { recursive: true });
             procs.push(join(ownAcct, id, 'cgroup.procs'));
           }
-          procs.push(...others());
+          const dv = join(dev, id);
+          mkdirSync(dv, { recursive: true });
+          if (!allDevices(devices)) {
+            mustWrite(join(dv, 'devices.deny'), 'a');
+            for (const r of devices) mustWrite(join(dv, 'devices.allow'), v1DeviceRule(r));
+          }
+          procs.push(join(dv, 'cgroup.procs'), ...others());
           if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
           if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
           if (l.cpuQuotaUs && l.cpuPeriodUs) {
             tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
             tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
           }
-          return procs;
+          return { procs };
         },
+        procs: (id) => [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()].filter((f) => existsSync(f)),
         update(id, l) {
           mustWrite(join(mem, id, 'memory.limit_in_bytes'), l.memoryBytes ? String(l.memoryBytes) : '-1');
           if (l.cpuShares) mustWrite(join(cpu, id, 'cpu.shares'), String(l.cpuShares));
           if (l.cpuPeriodUs) mustWrite(join(cpu, id, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
           mustWrite(join(cpu, id, 'cpu.cfs_quota_us'), l.cpuQuotaUs ? String(l.cpuQuotaUs) : '-1');
         },
-        helpers: () => [join(mem, 'cgroup.procs'), join(cpu, 'cgroup.procs'), ...(ownAcct ? [join(ownAcct, 'cgroup.procs')] : []), ...others()],
+        helpers: () => [join(mem, 'cgroup.procs'), join(cpu, 'cgroup.procs'), ...(ownAcct ? [join(ownAcct, 'cgroup.procs')] : []), ...(dev ? [join(dev, 'cgroup.procs')] : []), ...others()],
         usage: (id) => readCgroupV1(join(mem, id), acct ? join(acct, id) : undefined),
         processCount: (id) => countProcs(join(mem, id, 'cgroup.procs')),
         oomKilled(id) {
@@ -181,7 +206,7 @@ export function detectCgroups(): Cgroups {
           }
         },
         remove(id) {
-          for (const d of [join(mem, id), join(cpu, id), ...(ownAcct ? [join(ownAcct, id)] : [])]) {
+          for (const d of ownDirs(id)) {
             try {
               rmdirSync(d);
             } catch {
@@ -224,7 +249,10 @@ function otherHierarchies(limited: string[]): () => string[] {
   };
 }
 
+/** Whether the rules give every device (a privileged container): no filter to install. */
+const allDevices = (rules: DeviceRule[]) => rules.some((r) => r.type === 'a' && r.major < 0 && r.minor < 0 && r.access === 'rwm');
+
 function none(detail: string): Cgroups {
   // Without cgroups no limit was applied at the start either: a resize has nothing to change.
-  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => [], helpers: () => [], update: () => undefined, oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
+  return { mode: 'none', detail: `limits not applied: ${detail}`, create: () => ({ procs: [] }), procs: () => [], helpers: () => [], update: () => undefined, oomKilled: () => false, usage: () => undefined, processCount: () => undefined, remove: () => undefined };
 }

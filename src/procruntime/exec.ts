@@ -21,7 +21,7 @@ export interface ExecPlan {
   missing?: string;
 }
 
-export function execPlan(c: ContainerRecord, dir: string, cmd: string[]): ExecPlan {
+export function execPlan(c: ContainerRecord, dir: string, cmd: string[], cgroupProcs: string[] = []): ExecPlan {
   if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) throw new FailedPreconditionError(`container ${c.id} is not running`);
   if (cmd.length === 0) throw new InvalidArgumentError('no command to exec');
   // A container started before exec kept its launch: its root, binds and the image's defaults.
@@ -36,7 +36,7 @@ export function execPlan(c: ContainerRecord, dir: string, cmd: string[]): ExecPl
     user: c.user,
   };
   if (!processRunning(c)) throw new FailedPreconditionError(`container ${c.id} is not running`);
-  const { argv, env } = execArgv(isolationOf(c.isolation), spec, c.pid, cmd);
+  const { argv, env } = execArgv(isolationOf(c.isolation), spec, c.pid, cmd, cgroupProcs);
   const path = spec.env.find(([k]) => k === 'PATH')?.[1] ?? DEFAULT_PATH;
   const seccomp = spec.seccomp && argv.includes('--seccomp') ? openSync(spec.seccomp, 'r') : undefined;
   return { argv, env, seccomp, missing: missingExecutable(spec.rootfs, cmd[0]!, path, spec.cwd) };

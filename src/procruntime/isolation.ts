@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launcherDeviceRule, type DeviceRule } from './devices.js';
 import type { ResolvedUser } from './users.js';
 
 export type Isolation = 'launcher' | 'proot';
@@ -90,6 +91,8 @@ export interface LaunchSpec {
   seccomp?: string;
   /** no_new_privs (the container's allowPrivilegeEscalation: false). */
   noNewPrivs?: boolean;
+  /** cgroup v2: the container's cgroup and the devices the launcher's filter there allows (v1 writes its rules itself). */
+  devices?: { cgroup: string; rules: DeviceRule[] };
 }
 
 /** The fd a container's (or exec's) spawn holds its seccomp program on. */
@@ -235,18 +238,21 @@ function prootArgs(s: LaunchSpec, argv: string[]): string[] {
 /** The command line that runs the container's process under the chosen isolation. */
 export function launchArgv(isolation: Isolation, s: LaunchSpec): string[] {
   if (isolation === 'proot') return ['env', '-i', ...s.env.map(([k, v]) => `${k}=${v}`), ...prootArgs(s, s.argv)];
-  return [launcherPath(), '--status-fd', String(s.statusFd), ...namespaceArgs(s), ...viewArgs(s), ...securityArgs(s), '--', ...s.argv];
+  const devices = s.devices ? ['--device-cgroup', s.devices.cgroup, ...s.devices.rules.flatMap((r) => ['--device', launcherDeviceRule(r)])] : [];
+  return [launcherPath(), '--status-fd', String(s.statusFd), ...devices, ...namespaceArgs(s), ...viewArgs(s), ...securityArgs(s), '--', ...s.argv];
 }
 
 /**
  * The command line that runs `cmd` in a running container (CRI's ExecSync) as the container runs:
  * the launcher enters every namespace of its process, its mount namespace included (so it sees
  * exactly the container's mounts), with the container's environment, working directory, user,
- * capabilities, no_new_privs and seccomp. Under proot: the same root and binds again.
+ * capabilities, no_new_privs and seccomp, in the container's cgroups. Under proot: the same root
+ * and binds again.
  * The environment to spawn with is returned beside the argv.
  */
-export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[]): { argv: string[]; env: Record<string, string> } {
+export function execArgv(isolation: Isolation, s: LaunchSpec, pid: number, cmd: string[], cgroupProcs: string[] = []): { argv: string[]; env: Record<string, string> } {
   if (isolation === 'proot') return { argv: prootArgs(s, cmd), env: Object.fromEntries(s.env) };
   // The runtime's PATH finds the launcher (and script, for a tty); the launcher gives the command the container's.
-  return { argv: [launcherPath(), '--enter', String(pid), ...securityArgs(s), '--', ...cmd], env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
+  const cgroups = cgroupProcs.flatMap((f) => ['--join-cgroup', f]);
+  return { argv: [launcherPath(), '--enter', String(pid), ...cgroups, ...securityArgs(s), '--', ...cmd], env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' } };
 }

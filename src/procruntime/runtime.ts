@@ -35,7 +35,8 @@ import type {
 } from '../cri/types.js';
 import { NODELET_VERSION } from '../version.js';
 import { hostIPv4 } from '../util/net.js';
-import { detectCgroups, type Cgroups } from './cgroups.js';
+import { detectCgroups, type CgroupPlacement, type Cgroups } from './cgroups.js';
+import { deviceRules } from './devices.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore } from './image-store.js';
 import { ProcessImageService } from './image-service.js';
@@ -372,7 +373,17 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if ('missing' in prepared) await this.failStart(c, prepared.missing);
     const spec = (prepared as { spec: LaunchSpec }).spec;
     c.launch = spec;
-    const procs = this.cgroups.create(c.id, cgroupLimits(c.config));
+    const privileged = spec.capabilities?.privileged === true;
+    // Without cgroups nothing would keep a root container from the host's devices: it does not start.
+    if (isolation === 'launcher' && this.cgroups.mode === 'none' && !privileged) await this.failStart(c, `the container's devices cannot be restricted: ${this.cgroups.detail}`);
+    let placement: CgroupPlacement;
+    try {
+      placement = this.cgroups.create(c.id, cgroupLimits(c.config), deviceRules(privileged));
+    } catch (err) {
+      return this.failStart(c, (err as Error).message);
+    }
+    if (placement.deviceCgroup) spec.devices = { cgroup: placement.deviceCgroup, rules: deviceRules(privileged) };
+    const procs = placement.procs;
     let stdin: number | undefined;
     if (c.config.stdin) {
       const fifo = await openStdin(dir);
@@ -509,7 +520,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
 
   /** How to run a command in a running container (src/procruntime/exec.ts). */
   prepareExec(id: string, cmd: string[]): ExecPlan {
-    return execPlan(this.container(id), this.cdir(id), cmd);
+    return execPlan(this.container(id), this.cdir(id), cmd, this.cgroups.procs(id));
   }
 
   /** What attach needs of a container: its output files, whether it runs, its stdin's write end. */

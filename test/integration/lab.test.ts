@@ -13,12 +13,14 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { eventually, useClusterEnv } from '../support/cluster.js';
 import { LabNode, labClusterEnv, labContainerd, labProcessRuntime } from '../support/lab-place.js';
+import { attackSuite } from '../support/suites/attacks.js';
 import { podLifecycleSuite } from '../support/suites/pod-lifecycle.js';
 import { steps } from '../support/steps.js';
 import {
   kubectl,
   kubectlJson,
   kubectlOk,
+  LAB_API_PORT,
   LAB_DIR,
   LAB_IMAGE,
   LAB_NETNS,
@@ -225,17 +227,20 @@ for (const { name, agent } of NODES.filter((n) => n.name !== KUBELET_NODE)) {
 }
 
 // The integration suites with their agents on the nodes: a few cases of each on nodelet's two
-// runtimes, one node each, at once (make test-lab runs them whole).
+// runtimes, one node each, at once (make test-lab and make attacks run them whole).
 const LAB_CASES = {
   lifecycle: [
     'a pod with two containers runs',
     'runAsNonRoot with an image that runs as root',
     'in-place resize (pods/resize)',
   ],
+  attacks: ['device nodes'],
 };
 describe('the integration suites on cgroup v2 nodes', { concurrency: 2 }, () => {
   describe('pod lifecycle, nodelet on containerd (lab-1)', () => podLifecycleSuite(() => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.lifecycle }));
   describe('pod lifecycle, nodelet\'s process runtime (lab-2)', () => podLifecycleSuite(() => labProcessRuntime(new LabNode('lab-2'), 'lifecycle'), { cases: LAB_CASES.lifecycle }));
+  describe('attacks, nodelet on containerd (lab-1)', () => attackSuite(new LabNode('lab-1'), () => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.attacks }));
+  describe('attacks, nodelet\'s process runtime (lab-2)', () => attackSuite(new LabNode('lab-2'), () => labProcessRuntime(new LabNode('lab-2'), 'attacks'), { cases: LAB_CASES.attacks }));
 });
 
 step('a fork bomb and a memory hog in pods of one node end in that node: the host, the other nodes and their pods do not notice', async (t) => {
@@ -313,7 +318,7 @@ step('lab-down leaves no process, mount, tap, bridge, namespace or port behind',
   const links = spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout;
   assert.equal(/labtap|labbr0/.test(links), false, 'no tap or bridge on the host');
   const refused = await new Promise<boolean>((resolve) => {
-    const s = connect(36444, '127.0.0.1');
+    const s = connect(Number(LAB_API_PORT), '127.0.0.1');
     s.once('connect', () => (s.destroy(), resolve(false)));
     s.once('error', () => resolve(true));
   });

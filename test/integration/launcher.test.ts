@@ -1,12 +1,14 @@
 // The process runtime's launcher on its own (dist/bin/nodelet-launch, as the runtime runs it):
 // its report protocol, that no link in an image can aim a mount at the host, propagation both
-// ways, and exec seeing the container's mounts as they are. A root filesystem of busybox's.
+// ways, exec seeing the container's mounts as they are, and the device filter of cgroup v2. A root
+// filesystem of busybox's.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_DEVICE_RULES, launcherDeviceRule } from '../../src/procruntime/devices.js';
 import { launcherPath } from '../../src/procruntime/isolation.js';
 
 const work = mkdtempSync(join(tmpdir(), 'launcher-it-'));
@@ -14,7 +16,7 @@ const rootfs = join(work, 'rootfs');
 for (const d of ['bin', 'etc', 'tmp']) mkdirSync(join(rootfs, d), { recursive: true });
 copyFileSync('/bin/busybox', join(rootfs, 'bin/busybox'));
 chmodSync(join(rootfs, 'bin/busybox'), 0o755);
-for (const a of ['sh', 'cat', 'ls', 'mount', 'sleep', 'touch', 'grep', 'id']) symlinkSync('busybox', join(rootfs, 'bin', a));
+for (const a of ['sh', 'cat', 'ls', 'mount', 'sleep', 'touch', 'grep', 'id', 'head']) symlinkSync('busybox', join(rootfs, 'bin', a));
 // Links in the image that point at the host's directories.
 symlinkSync('/etc', join(rootfs, 'hostetc'));
 symlinkSync('../../../../../../tmp', join(rootfs, 'up'));
@@ -103,5 +105,65 @@ test('propagation: rshared both ways, rslave from the host only, rprivate none; 
     } catch {
       /* gone */
     }
+  }
+});
+
+// A cgroup v2 hierarchy: the whole tree on a v2 host, the (controller-less) unified one of a hybrid
+// v1 host such as this machine; device filters work on either.
+const cgroup2 = readFileSync('/proc/self/mounts', 'utf8')
+  .split('\n')
+  .map((l) => l.split(' '))
+  .find((f) => f[2] === 'cgroup2')?.[1];
+
+test('cgroup v2: the device filter opens only the devices its rules allow, to the container and to a command exec\'d in its cgroup', { skip: cgroup2 ? false : 'no cgroup2 hierarchy mounted' }, async () => {
+  const cg = join(cgroup2!, `nodelet-launcher-it-${process.pid}`);
+  mkdirSync(cg);
+  const join2 = (rules: string[], cmd: string) =>
+    spawnSync('sh', ['-c', `echo $$ > "$0/cgroup.procs"; exec "$@"`, cg, launcherPath(), ...base, '--device-cgroup', cg, ...rules.flatMap((r) => ['--device', r]), '--', 'sh', '-c', cmd], { encoding: 'utf8', timeout: 20_000 });
+  const opens = 'for d in null zero full random urandom ptmx; do head -c 0 /dev/$d 2>/dev/null && echo "$d ok" || echo "$d denied"; done';
+  const statusFile = join(work, 'status-devices');
+  let pid: number | undefined;
+  try {
+    // runc's defaults: the devices of the container's /dev all open.
+    const defaults = join2(DEFAULT_DEVICE_RULES.map(launcherDeviceRule), opens);
+    assert.equal(defaults.status, 0, defaults.stderr);
+    assert.equal(defaults.stdout, 'null ok\nzero ok\nfull ok\nrandom ok\nurandom ok\nptmx ok\n');
+    rmSync(statusFile, { force: true });
+    // Only null (and mknod of any): zero, which /dev holds as well, does not open; the filter is the cgroup's.
+    spawnSync('rmdir', [cg]);
+    mkdirSync(cg);
+    const child = spawn('sh', ['-c', `echo $$ > "$1/cgroup.procs"; exec 3>"$0"; shift; exec "$@"`, statusFile, cg, launcherPath(), '--status-fd', '3', ...base, '--device-cgroup', cg, '--device', 'c:1:3:rw', '--device', 'c:-1:-1:m', '--', 'sh', '-c', `${opens}; sleep 30`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    pid = await new Promise<number>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no start')), 10_000);
+      const poll = setInterval(() => {
+        const m = existsSync(statusFile) ? /"child-pid": (\d+)/.exec(readFileSync(statusFile, 'utf8')) : null;
+        if (m && out.includes('ptmx')) {
+          clearInterval(poll);
+          clearTimeout(t);
+          resolve(Number(m[1]));
+        }
+      }, 20);
+    });
+    assert.equal(out, 'null ok\nzero denied\nfull denied\nrandom denied\nurandom denied\nptmx denied\n');
+    // An exec joins the container's cgroup first: the same filter holds it.
+    const enter = spawnSync(launcherPath(), ['--enter', String(pid), '--join-cgroup', join(cg, 'cgroup.procs'), '--caps', '0', '--cwd', '/', '--env', 'PATH=/bin', '--', 'sh', '-c', `head -c 0 /dev/zero; grep -c nodelet-launcher-it /proc/self/cgroup`], { encoding: 'utf8' });
+    assert.match(enter.stderr, /\/dev\/zero.*Operation not permitted/);
+    assert.equal(enter.stdout.trim(), '1', 'the exec is in the container\'s cgroup');
+    // A cgroup it cannot join stops the exec rather than running it outside.
+    const lost = spawnSync(launcherPath(), ['--enter', String(pid), '--join-cgroup', join(cg, 'gone', 'cgroup.procs'), '--', 'true'], { encoding: 'utf8' });
+    assert.notEqual(lost.status, 0);
+    assert.match(lost.stderr + lost.stdout, /join the cgroup/);
+    child.kill('SIGKILL');
+  } finally {
+    if (pid) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    for (let i = 0; i < 50 && existsSync(cg) && spawnSync('rmdir', [cg]).status !== 0; i++) await new Promise((r) => setTimeout(r, 100));
   }
 });

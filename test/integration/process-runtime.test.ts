@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
+import { DEFAULT_DEVICE_RULES, v1DeviceRule } from '../../src/procruntime/devices.js';
 import { cleanupAgent, startAgent, uniqueNodeName } from '../support/agent.js';
 import { clusterEnv } from '../support/cluster.js';
 import { container, createPod, getPod, running, waitPod } from '../support/kube.js';
@@ -68,6 +69,12 @@ test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, s
   assert.equal(host, 'cp-host', 'exec sees the container\'s hostname');
   assert.ok(Number(pid) < 100, `and its own PID namespace (pid ${pid})`);
   assert.equal(`${image}`, 'busybox', 'and the image\'s files');
+  // The exec is in the container's cgroups (its limits, its device allow-list), not the runtime's.
+  assert.match(crictl('exec', '-s', ctr, 'cat', '/proc/self/cgroup'), new RegExp(`^\\d+:(memory)?:/nodelet-process/${ctr}$`, 'm'));
+  // cgroup v1 (this machine): runc's allow-list written to the container's devices cgroup (v2's
+  // filter: launcher.test.ts, and the lab's attacks).
+  const devices = `/sys/fs/cgroup/devices/nodelet-process/${ctr}/devices.list`;
+  if (existsSync('/sys/fs/cgroup/devices/devices.list')) assert.deepEqual(readFileSync(devices, 'utf8').trim().split('\n').sort(), DEFAULT_DEVICE_RULES.map(v1DeviceRule).sort());
   crictl('stop', '-t', '5', ctr);
   const inspect = JSON.parse(crictl('inspect', ctr)) as { status: { state: string; exitCode: number; reason: string } };
   assert.deepEqual([inspect.status.state, inspect.status.exitCode, inspect.status.reason], ['CONTAINER_EXITED', 0, 'Completed']);

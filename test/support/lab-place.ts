@@ -10,7 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { AgentPlace } from './agent.js';
 import { freePort, ipInCidr, projectRoot, type ClusterEnv } from './cluster.js';
-import { KUBECTL, LAB_API_PORT, LAB_DIR, labEnv, labSh0 } from './lab.js';
+import { KUBECTL, LAB_API_PORT, LAB_DIR, LAB_NETNS, labEnv, labSh0 } from './lab.js';
 import { criServes, RUNTIME_KINDS, type TestRuntime } from './runtimes.js';
 import type { KubeletNode } from './suites/node-api.js';
 
@@ -51,7 +51,7 @@ export function labClusterEnv(): ClusterEnv {
 /** A unix socket path of this lab, short enough for sun_path, the same in the node and here. */
 function socketPath(name: string): string {
   const p = join(LAB_DIR, 'run', name);
-  return p.length <= 100 ? p : join('/tmp', `nodelet-labtest-${name}`);
+  return p.length <= 100 ? p : join('/tmp', `${LAB_NETNS}-${name}`);
 }
 
 /** A lab node as the place the suites' agents and runtimes run. */

@@ -8,9 +8,10 @@ import { projectRoot } from './cluster.js';
 
 export type LabAgent = 'nodelet-containerd' | 'nodelet-process' | 'kubelet';
 
-export const LAB_DIR = join(projectRoot, '.lab-test');
-export const LAB_NETNS = 'nodelet-labtest';
-export const LAB_API_PORT = '36444';
+// NODELET_TEST_LAB_*: another test lab beside this one (a second checkout's run at the same time).
+export const LAB_DIR = process.env.NODELET_TEST_LAB_DIR ?? join(projectRoot, '.lab-test');
+export const LAB_NETNS = process.env.NODELET_TEST_LAB_NETNS ?? 'nodelet-labtest';
+export const LAB_API_PORT = process.env.NODELET_TEST_LAB_API_PORT ?? '36444';
 const KUBE_VERSION = 'v1.37.2';
 export const LAB_IMAGE = 'nodelet.test/busybox:1';
 

@@ -36,6 +36,12 @@ struct bind {
   enum prop prop;
 };
 
+struct device_rule {
+  char type;
+  int major, minor;
+  uint32_t access;
+};
+
 struct options {
   int status_fd;
   const char *join_net, *join_ipc, *join_uts, *join_pid;
@@ -62,6 +68,11 @@ struct options {
   int nnp;
   int seccomp_fd;
   const char *cwd;
+  const char *join_cgroups[MAX_ITEMS];
+  int njoin_cgroups;
+  const char *device_cgroup;
+  const char *devices[MAX_ITEMS];
+  int ndevices;
   char *env[MAX_ITEMS * 4];
   int nenv;
   char **argv;
@@ -77,6 +88,8 @@ __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...);
 void report_error(const char *msg);
 /* mounts.c */
 void setup_rootfs(void);
+/* devices.c */
+void restrict_devices(const char *cgroup, const char **rules, int n);
 /* security.c */
 int last_cap(void);
 void apply_security(int lastcap);

@@ -6,17 +6,19 @@
  * filter, the switch of user) are system calls a Node.js process cannot make for a child.
  * The runtime decides everything; this program only carries it out, in runc's order:
  *
- *   the monitor (this process): joins the pod's network, IPC and UTS namespaces, joins the pod's
- *   PID namespace or makes one, forks the container, reports {"child-pid": N} once the command
- *   runs (or {"error": "..."} when it cannot), waits, reports {"exit-code": N}.
+ *   the monitor (this process): gives its cgroup the device allow-list (cgroup v2), joins the
+ *   pod's network, IPC and UTS namespaces, joins the pod's PID namespace or makes one, forks the
+ *   container, reports {"child-pid": N} once the command runs (or {"error": "..."} when it
+ *   cannot), waits, reports {"exit-code": N}.
  *
  *   the child: a mount namespace of its own (propagation as asked), the root filesystem, /proc,
  *   /dev, /sys, /dev/shm, the binds (propagation rprivate/rslave/rshared, read-only or recursively
  *   read-only), masked and read-only paths, pivot_root, then no_new_privs, seccomp, the bounding
  *   set, groups, gid, uid, capabilities, working directory, environment, exec.
  *
- * With --enter PID it runs a command in a running container instead (CRI's Exec): it joins every
- * namespace of PID, its mount namespace included, and applies the same security settings.
+ * With --enter PID it runs a command in a running container instead (CRI's Exec): it joins the
+ * container's cgroups (--join-cgroup) and every namespace of PID, its mount namespace included,
+ * and applies the same security settings.
  * With --reaper it only holds a new PID namespace, as its init, reaping what is left to it.
  *
  * Every path inside the container is resolved inside its root (openat2 RESOLVE_IN_ROOT) and
@@ -78,6 +80,14 @@ static void reap_forever(void) {
 int main(int argc, char **argv) {
   parse_args(argc, argv);
   int lastcap = last_cap();
+  /* An exec joins the container's cgroups: its limits, its device filter, its accounting. */
+  for (int i = 0; i < opt.njoin_cgroups; i++) {
+    int fd = open(opt.join_cgroups[i], O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || dprintf(fd, "%d\n", getpid()) < 0) fail("join the cgroup %s", opt.join_cgroups[i]);
+    close(fd);
+  }
+  /* Before anything of the container runs: the cgroup this process joined gets the allow-list. */
+  if (opt.device_cgroup) restrict_devices(opt.device_cgroup, opt.devices, opt.ndevices);
   if (opt.enter_pid >= 0) {
     /* Every namespace of the running container (the mount namespace is joined by the child). */
     const char *kinds[] = {"ipc", "uts", "net", "pid"};

@@ -87,6 +87,7 @@ static const struct {
 } values[] = {
     {"--join-net", &opt.join_net}, {"--join-ipc", &opt.join_ipc}, {"--join-uts", &opt.join_uts}, {"--join-pid", &opt.join_pid},
     {"--hostname", &opt.hostname}, {"--rootfs", &opt.rootfs},     {"--shm", &opt.shm},           {"--cwd", &opt.cwd},
+    {"--device-cgroup", &opt.device_cgroup},
 };
 static const struct {
   const char *name;
@@ -147,6 +148,14 @@ void parse_args(int argc, char **argv) {
       NEED(1);
       if (opt.nreadonly == MAX_ITEMS) fail("too many read-only paths");
       opt.readonly[opt.nreadonly++] = argv[++i];
+    } else if (!strcmp(a, "--join-cgroup")) {
+      NEED(1);
+      if (opt.njoin_cgroups == MAX_ITEMS) fail("too many cgroups");
+      opt.join_cgroups[opt.njoin_cgroups++] = argv[++i];
+    } else if (!strcmp(a, "--device")) {
+      NEED(1);
+      if (opt.ndevices == MAX_ITEMS) fail("too many device rules");
+      opt.devices[opt.ndevices++] = argv[++i];
     } else if (!strcmp(a, "--caps")) {
       NEED(1);
       opt.has_caps = 1;

@@ -1,0 +1,90 @@
+// The attack suite (issue 33): real pods that try to reach outside what they may touch on a real
+// node, run only in lab nodes (device nodes, hostile images and the like never run on the machine
+// the tests live on). After each attack: it failed, and the node is as it was: a canary file
+// outside every pod, the agent alive and its node Ready, a witness pod neither restarted nor
+// touched. One suite, run once per runtime.
+import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import type { V1Pod } from '@kubernetes/client-node';
+import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
+import { clusterEnv, eventually } from '../cluster.js';
+import { container, core, createPod, getPod, NS, running, waitPod } from '../kube.js';
+import type { LabNode } from '../lab-place.js';
+import { labSh0 } from '../lab.js';
+import type { TestRuntime } from '../runtimes.js';
+import { casesOf, type SuiteOptions } from '../cases.js';
+
+const CANARY = '/var/lib/nodelet-attacks/canary';
+
+export function attackSuite(lab: LabNode, makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions = {}): void {
+  const test = casesOf(opts);
+  const env = clusterEnv();
+  let rt: TestRuntime;
+  let agent: RunningAgent;
+  let node: string;
+  let witness: V1Pod;
+  let canarySum: string;
+  const sh = (script: string) => labSh0(lab.name, script);
+
+  before(async () => {
+    rt = await makeRuntime();
+    node = uniqueNodeName(`atk-${rt.name}`);
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint], { place: rt.place });
+    canarySum = await sh(`mkdir -p ${CANARY.replace(/\/[^/]+$/, '')} && head -c 4096 /dev/urandom > ${CANARY} && sha256sum ${CANARY}`);
+    witness = await createPod(node, 'witness', { containers: [container('c', 'sleep 36000')] });
+    witness = await waitPod(witness, 'running', 120_000, running);
+  });
+  after(async () => {
+    await cleanupAgent(agent, rt.endpoint);
+    await rt.stop();
+  });
+
+  const kubectl = (args: string[]) => {
+    const r = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8', timeout: 60_000 });
+    return { code: r.status, out: r.stdout ?? '', err: r.stderr ?? '' };
+  };
+
+  /** The node as it was: the canary, the agent and its node, the witness pod. */
+  async function nodeUnchanged(): Promise<void> {
+    assert.equal(await sh(`sha256sum ${CANARY}`), canarySum, 'the canary outside every pod is unchanged');
+    assert.equal(agent.process.exitCode, null, 'the agent is alive');
+    const n = await core.readNode({ name: node });
+    assert.equal(n.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True', 'the node is Ready');
+    const w = await getPod(witness);
+    const [before, now] = [witness.status!.containerStatuses![0]!, w.status!.containerStatuses![0]!];
+    assert.equal(now.restartCount, 0, 'the witness pod did not restart');
+    assert.deepEqual([now.containerID, now.state?.running?.startedAt], [before.containerID, before.state?.running?.startedAt], 'the witness runs the same container');
+  }
+
+  test("device nodes: a root container makes a node of the node's disk and can neither read nor write it, nor can an exec in it", async () => {
+    // The node's disk: a loop device over a file of the node, its first bytes a marker.
+    const dev = (await sh('modprobe loop 2>/dev/null; f=/var/lib/nodelet-attacks/disk; head -c 1048576 /dev/zero > $f; printf NODELET-DISK-MARKER | dd of=$f conv=notrunc 2>/dev/null; losetup -f --show $f')).trim();
+    try {
+      const [major, minor] = (await sh(`stat -c '%t %T' ${dev}`)).trim().split(' ').map((h) => parseInt(h, 16));
+      const diskSum = await sh(`sha256sum ${dev}`);
+      // mknod works, as runc allows it; opening the node is what must fail.
+      const attack = (tag: string) =>
+        `mknod /tmp/disk-${tag} b ${major} ${minor} && echo ${tag}-mknod-ok; ` +
+        `dd if=/tmp/disk-${tag} bs=19 count=1 2>&1 | head -c 200; echo; ` +
+        `echo OWNED | dd of=/tmp/disk-${tag} conv=notrunc 2>&1 | head -c 200; echo ${tag}-done`;
+      const pod = await createPod(node, 'mknod-disk', { containers: [container('c', `${attack('start')}; sleep 36000`, { securityContext: { runAsUser: 0 } })] });
+      await waitPod(pod, 'running', 120_000, running);
+      const logs = await eventually('the attack to finish', 60_000, async () => {
+        const l = kubectl(['logs', '-n', NS, pod.metadata!.name!]).out;
+        return l.includes('start-done') ? l : undefined;
+      });
+      const exec = kubectl(['exec', '-n', NS, pod.metadata!.name!, '--', 'sh', '-c', attack('exec')]);
+      assert.match(exec.out, /exec-done/, exec.err);
+      for (const [what, out] of [['the container', logs], ['an exec', exec.out]] as const) {
+        assert.match(out, /-mknod-ok/, `${what}: mknod is allowed, as with runc`);
+        assert.doesNotMatch(out, /NODELET-DISK-MARKER/, `${what} read the node's disk`);
+        assert.equal((out.match(/Operation not permitted/g) ?? []).length, 2, `${what}: reading and writing are refused by the device cgroup:\n${out}`);
+      }
+      assert.equal(await sh(`sha256sum ${dev}`), diskSum, "the node's disk is unchanged");
+      await nodeUnchanged();
+    } finally {
+      await sh(`losetup -d ${dev}`).catch(() => undefined);
+    }
+  });
+}

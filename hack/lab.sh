@@ -193,9 +193,9 @@ up_images() {
   local images=$LAB_DIR/images
   mkdir -p "$images"
   if [ ! -f "$images/images.txt" ] || [ "$TOP/test/env/images/build-images.mjs" -nt "$images/images.txt" ]; then
-    log "test images (pause, busybox)"
+    log "test images (pause, busybox, the attack suite's hostile ones)"
     gcc -static -O2 -o "$images/pause" "$TOP/test/env/images/pause.c"
-    node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox >/dev/null
+    node "$TOP/test/env/images/build-images.mjs" "$images" "$images/pause" /bin/busybox --hostile >/dev/null
   fi
 }
 

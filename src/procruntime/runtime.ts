@@ -55,11 +55,14 @@ import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRec
 import { Sandboxes } from './sandboxes.js';
 import { ProcessStatsService } from './stats-service.js';
 import { resolveUser } from './users.js';
+import { readFileInRoot } from '../util/in-root.js';
 import { criMounts, invalidMount, touchLog } from './container-files.js';
 import { killLeftovers, mountPointsUnder } from './procfs.js';
 
 
 const run = promisify(execFile);
+/** How much of an image's /etc/passwd and /etc/group is read (the user lookup's: a user past it is not found). */
+const USER_DB_MAX_BYTES = 1 << 20;
 
 export interface ProcessRuntimeOptions {
   /** State directory (sandboxes, containers, images). */
@@ -281,13 +284,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const img = this.images.find(imageRef);
     if (!img) throw new NotFoundError(`image ${JSON.stringify(imageRef)}`);
     const lower = await this.images.rootfs(img);
-    const readImageFile = (f: string) => {
-      try {
-        return readFileSync(join(lower, f), 'utf8');
-      } catch {
-        return '';
-      }
-    };
+    // Inside the image's root, and bounded: its links and devices stay the image's.
+    const readImageFile = (f: string) => readFileInRoot(lower, f, USER_DB_MAX_BYTES);
     const user = resolveUser(
       {
         runAsUser: sc?.run_as_user ? Number(sc.run_as_user.value) : undefined,

@@ -49,6 +49,8 @@ function parseGroup(text: string): GroupEntry[] {
 }
 
 const isNumber = (s: string) => /^\d+$/.test(s);
+/** runc's largest uid or gid (libcontainer/user). */
+const MAX_ID = 2147483647;
 
 export function resolveUser(req: UserRequest, passwdText: string, groupText: string): ResolvedUser {
   const passwd = parsePasswd(passwdText);
@@ -90,5 +92,7 @@ export function resolveUser(req: UserRequest, passwdText: string, groupText: str
   const primary = gid ?? 0;
   const member = name ? groups.filter((e) => e.members.includes(name!)).map((e) => e.gid) : [];
   const extra = [...new Set([...member, ...(req.supplementalGroups ?? [])])].filter((x) => x !== primary);
+  // An image's USER 4294967296 is not root by wrapping around: refused, in runc's words.
+  for (const id of [uid, primary, ...extra]) if (!Number.isSafeInteger(id) || id < 0 || id > MAX_ID) throw new InvalidArgumentError(`uids and gids must be in range 0-${MAX_ID}`);
   return { uid, gid: primary, groups: extra };
 }

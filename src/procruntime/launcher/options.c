@@ -61,6 +61,16 @@ static long number(const char *s, const char *what) {
   return v;
 }
 
+/* A uid or gid: runc's range, so that no value wraps around to root in uid_t. */
+static long id_number(const char *s, const char *what) {
+  long v = number(s, what);
+  if (v < 0 || v > 2147483647) {
+    errno = 0;
+    fail("uids and gids must be in range 0-2147483647: %s", s);
+  }
+  return v;
+}
+
 static enum prop parse_prop(const char *s) {
   if (!strcmp(s, "private")) return PROP_PRIVATE;
   if (!strcmp(s, "slave")) return PROP_SLAVE;
@@ -162,16 +172,16 @@ void parse_args(int argc, char **argv) {
       opt.caps = strtoull(argv[++i], NULL, 16);
     } else if (!strcmp(a, "--uid")) {
       NEED(1);
-      opt.uid = (uid_t)number(argv[++i], a);
+      opt.uid = (uid_t)id_number(argv[++i], a);
     } else if (!strcmp(a, "--gid")) {
       NEED(1);
-      opt.gid = (gid_t)number(argv[++i], a);
+      opt.gid = (gid_t)id_number(argv[++i], a);
     } else if (!strcmp(a, "--groups")) {
       NEED(1);
       char *copy = strdup(argv[++i]), *save = NULL;
       for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (opt.ngroups == MAX_ITEMS) fail("too many groups");
-        opt.groups[opt.ngroups++] = (gid_t)number(t, a);
+        opt.groups[opt.ngroups++] = (gid_t)id_number(t, a);
       }
       free(copy);
     } else if (!strcmp(a, "--seccomp")) {

@@ -1,7 +1,7 @@
 // Builds the test images offline as OCI image layout archives, ready for `ctr images import`
 // (containerd) or nodelet's process runtime. No registry is involved.
 //   node build-images.mjs OUTDIR PAUSE_BINARY BUSYBOX_BINARY [--critest NNP_BINARY]
-//        [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]
+//        [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY] [--hostile]
 // Writes OUTDIR/<name>_<tag>.tar for each image below, with an uncompressed layer and a
 // reproducible digest (fixed mtimes and owners), so a rebuild yields the same image ID, and
 // OUTDIR/images.txt: one "<archive> <reference> <manifest digest>" line per image.
@@ -11,6 +11,8 @@
 // --e2e adds the images Kubernetes' [NodeConformance] specs run, under their upstream names,
 // laid out as upstream lays them out (test/images/*/Dockerfile in k8s.io/kubernetes); see
 // e2eImages below for what each holds and where it differs.
+// --hostile adds the attack suite's images (test/support/suites/attacks.ts), for lab nodes only:
+// links that aim the runtime's reads at the host, a uid past the range.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync, copyFileSync, chmodSync, linkSync, renameSync, symlinkSync, existsSync } from 'node:fs';
@@ -19,10 +21,11 @@ import { dirname, join } from 'node:path';
 
 const args = process.argv.slice(2);
 const [outDir, pauseBin, busyboxBin] = args;
-const flags = { critest: undefined, e2e: undefined };
+const flags = { critest: undefined, e2e: undefined, hostile: false };
 let bad = !outDir || !pauseBin || !busyboxBin;
 for (let i = 3; i < args.length && !bad; i++) {
   if (args[i] === '--critest' && args[i + 1]) flags.critest = { nnp: args[++i] };
+  else if (args[i] === '--hostile') flags.hostile = true;
   else if (args[i] === '--e2e' && args.slice(i + 1, i + 5).length === 4) {
     const [agnhost, nnp, agnhostSource, busybox] = args.slice(i + 1, i + 5);
     flags.e2e = { agnhost, nnp, agnhostSource, busybox };
@@ -30,7 +33,7 @@ for (let i = 3; i < args.length && !bad; i++) {
   } else bad = true;
 }
 if (bad) {
-  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest NNP_BINARY] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY]   (- skips the pause images)');
+  console.error('usage: build-images.mjs OUTDIR PAUSE_BINARY|- BUSYBOX_BINARY [--critest NNP_BINARY] [--e2e AGNHOST_BINARY NNP_BINARY AGNHOST_SOURCE_DIR E2E_BUSYBOX_BINARY] [--hostile]   (- skips the pause images)');
   process.exit(2);
 }
 const PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -87,6 +90,22 @@ if (flags.critest) {
       // nginx's title is in its command line ("master process"), which a spec looks for in /proc/1.
       config: { Cmd: ['/usr/sbin/nginx', 'master process'] },
     })),
+  );
+}
+
+if (flags.hostile) {
+  const idThenSleep = { Cmd: ['sh', '-c', 'echo "uid $(id -u)"; exec sleep 36000'] };
+  images.push(
+    // The user database as links: the host's endless /dev/zero, and a link to itself (the host's /etc/group on the host).
+    { name: 'nodelet.test/hostile-passwd', tag: '1', rootfs: (dir) => {
+      busybox(dir, 'hostile passwd');
+      rmSync(join(dir, 'etc/passwd'));
+      rmSync(join(dir, 'etc/group'));
+      symlinkSync('/dev/zero', join(dir, 'etc/passwd'));
+      symlinkSync('/etc/group', join(dir, 'etc/group'));
+    }, config: idThenSleep },
+    // 2^32: uid 0 once cut to 32 bits.
+    { name: 'nodelet.test/hostile-uid', tag: '1', rootfs: (dir) => busybox(dir, 'hostile uid'), config: { ...idThenSleep, User: '4294967296' } },
   );
 }
 

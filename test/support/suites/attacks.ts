@@ -16,6 +16,9 @@ import type { TestRuntime } from '../runtimes.js';
 import { casesOf, type SuiteOptions } from '../cases.js';
 
 const CANARY = '/var/lib/nodelet-attacks/canary';
+// The hostile images the lab's nodes hold (test/env/images/build-images.mjs --hostile).
+const HOSTILE_PASSWD = 'nodelet.test/hostile-passwd:1';
+const HOSTILE_UID = 'nodelet.test/hostile-uid:1';
 
 export function attackSuite(lab: LabNode, makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions = {}): void {
   const test = casesOf(opts);
@@ -86,5 +89,28 @@ export function attackSuite(lab: LabNode, makeRuntime: () => Promise<TestRuntime
     } finally {
       await sh(`losetup -d ${dev}`).catch(() => undefined);
     }
+  });
+
+  test("hostile images: /etc/passwd a link to /dev/zero and /etc/group to the host's are the image's own; the pod runs as root and the agent lives", async () => {
+    const pod = await createPod(node, 'passwd-zero', { containers: [{ name: 'c', image: HOSTILE_PASSWD }] });
+    await waitPod(pod, 'running', 120_000, running);
+    const logs = await eventually('its uid in its log', 30_000, async () => {
+      const l = kubectl(['logs', '-n', NS, pod.metadata!.name!]).out;
+      return l.includes('uid') ? l : undefined;
+    });
+    assert.equal(logs, 'uid 0\n');
+    await nodeUnchanged();
+  });
+
+  test('hostile images: USER 4294967296 under runAsNonRoot never runs, as root or at all: CreateContainerError', async () => {
+    const pod = await createPod(node, 'uid-2-32', { securityContext: { runAsNonRoot: true }, containers: [{ name: 'c', image: HOSTILE_UID }] });
+    const waiting = await waitPod(pod, 'CreateContainerError', 120_000, (p) => {
+      const st = p.status?.containerStatuses?.[0];
+      assert.equal(st?.state?.running, undefined, `the container runs: ${kubectl(['logs', '-n', NS, pod.metadata!.name!]).out}`);
+      return st?.state?.waiting?.reason === 'CreateContainerError' ? st.state.waiting : undefined;
+    });
+    if (rt.name === 'process') assert.match(waiting.message ?? '', /uids and gids must be in range 0-2147483647/);
+    else assert.ok(waiting.message, 'containerd says why');
+    await nodeUnchanged();
   });
 }

@@ -126,4 +126,8 @@ test("the container's user by containerd's rules", async () => {
   assert.deepEqual(resolveUser({ runAsUsername: 'user1000' }, passwd, group), { uid: 1000, gid: 1000, groups: [50000] });
   assert.throws(() => resolveUser({ runAsUsername: 'nosuch' }, passwd, group), /user "nosuch" is not in the image's \/etc\/passwd/);
   assert.throws(() => resolveUser({ imageUser: '1000:nogroup' }, passwd, group), /group "nogroup" is not in the image's \/etc\/group/);
+  // A uid past runc's range is refused, not wrapped to root by the launcher's uid_t.
+  for (const imageUser of ['4294967296', '2147483648', '0:4294967296', '4294967295'])
+    assert.throws(() => resolveUser({ imageUser }, passwd, group), /uids and gids must be in range 0-2147483647$/, imageUser);
+  assert.deepEqual(resolveUser({ imageUser: '2147483647' }, passwd, group), { uid: 2147483647, gid: 0, groups: [] });
 });

@@ -98,6 +98,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   readonly images: ImageStore;
   private readonly sandboxes: Sandboxes;
   private readonly containers = new Map<string, ContainerRecord>();
+  /** The record writes in flight, per container (persistContainer). */
+  private readonly writes = new Map<string, Promise<void>>();
   private isolation?: Isolation;
   private isolationDetail = '';
   private cgroups!: Cgroups;
@@ -190,8 +192,17 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     return this.store.containerDir(id);
   }
 
+  /**
+   * Saves the record, one write at a time per container, and none once it is removed: an exit
+   * recorded while RemoveContainer runs would otherwise re-make the directory it deletes (a ghost
+   * container at the next start) or fail on it.
+   */
   private persistContainer(c: ContainerRecord): Promise<void> {
-    return this.store.saveContainer(c);
+    const write = (this.writes.get(c.id) ?? Promise.resolve()).then(() => (this.containers.get(c.id) === c ? this.store.saveContainer(c) : undefined));
+    const settled = write.catch(() => undefined);
+    this.writes.set(c.id, settled);
+    void settled.then(() => this.writes.get(c.id) === settled && this.writes.delete(c.id));
+    return write;
   }
 
   private async afterExit(c: ContainerRecord): Promise<void> {
@@ -323,9 +334,15 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       stderr: { offset: 0, pending: '' },
       user,
     };
-    await this.persistContainer(c);
-    if (seccomp) await writeFile(join(this.cdir(id), SECCOMP_PROGRAM), seccomp);
+    // Known before its first write (persistContainer writes only the records it knows).
     this.containers.set(id, c);
+    try {
+      await this.persistContainer(c);
+      if (seccomp) await writeFile(join(this.cdir(id), SECCOMP_PROGRAM), seccomp);
+    } catch (err) {
+      this.containers.delete(id);
+      throw err;
+    }
     this.emit('CONTAINER_CREATED_EVENT', id, c.sandboxId);
     return id;
   }
@@ -440,6 +457,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.statsService.forget(c.id);
     this.supervisor.forget(c.id);
     this.cgroups.remove(c.id);
+    await this.writes.get(c.id);
     await rm(this.cdir(c.id), { recursive: true, force: true });
     this.emit('CONTAINER_DELETED_EVENT', c.id, c.sandboxId);
   }

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { AuthConfig } from '../cri/types.js';
 import { InvalidArgumentError } from './errors.js';
@@ -343,11 +343,16 @@ export class ImageStore {
   private async flatten(img: StoredImage, dir: string): Promise<string> {
     const tmp = `${dir}.tmp-${tempTag()}`;
     await mkdir(tmp, { recursive: true });
-    for (const diffId of img.layers) {
-      const layer = this.layers.path(diffId);
-      await applyWhiteouts(layer, tmp, '');
-      await run('cp', ['-a', `${layer}/.`, `${tmp}/`]);
-      await removeWhiteoutFiles(tmp);
+    try {
+      for (const diffId of img.layers) {
+        const layer = this.layers.path(diffId);
+        await prepareForLayer(layer, tmp, '');
+        await run('cp', ['-a', `${layer}/.`, `${tmp}/`]);
+        await removeWhiteoutFiles(tmp);
+      }
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
     }
     await rename(tmp, dir);
     this.changes++;
@@ -381,19 +386,30 @@ export class ImageStore {
   }
 }
 
-/** For each whiteout in `layer` (at `rel`), removes what it hides from `target` before the layer is copied. */
-async function applyWhiteouts(layer: string, target: string, rel: string): Promise<void> {
-  for (const e of await readdir(join(layer, rel), { withFileTypes: true })) {
-    const r = join(rel, e.name);
-    if (e.name === '.wh..wh..opq') {
-      // Opaque directory: nothing below it from lower layers shows through.
-      const d = join(target, rel);
-      if (existsSync(d)) for (const child of await readdir(d)) await rm(join(d, child), { recursive: true, force: true });
-    } else if (e.name.startsWith('.wh.')) {
-      await rm(join(target, rel, e.name.slice(4)), { recursive: true, force: true });
-    } else if (e.isDirectory()) {
-      await applyWhiteouts(layer, target, r);
+const OPAQUE = '.wh..wh..opq';
+
+/**
+ * Makes `target` ready for `layer` to be copied over it, by OCI's layer rules: a whiteout removes
+ * what it hides, an opaque directory hides everything below it from the layers before, and what
+ * the layer puts at a path replaces whatever is there (a directory over a link included). So the
+ * copy never writes through a link an earlier layer left (`e -> /var/lib/nodelet`, then `e/x`),
+ * and only real directories of `target` are entered.
+ */
+async function prepareForLayer(layer: string, target: string, rel: string): Promise<void> {
+  const entries = await readdir(join(layer, rel), { withFileTypes: true });
+  if (entries.some((e) => e.name === OPAQUE)) for (const child of await readdir(join(target, rel))) await rm(join(target, rel, child), { recursive: true, force: true });
+  for (const e of entries) {
+    if (e.name === OPAQUE) continue;
+    if (e.name.startsWith('.wh.')) {
+      const hidden = e.name.slice(4);
+      if (hidden === '' || hidden === '.' || hidden === '..') throw new Error(`invalid whiteout ${join(rel, e.name)} in layer ${basename(layer)}`);
+      await rm(join(target, rel, hidden), { recursive: true, force: true });
+      continue;
     }
+    const there = await lstat(join(target, rel, e.name)).catch(() => undefined);
+    if (!there) continue;
+    if (e.isDirectory() && there.isDirectory()) await prepareForLayer(layer, target, join(rel, e.name));
+    else await rm(join(target, rel, e.name), { recursive: true, force: true });
   }
 }
 

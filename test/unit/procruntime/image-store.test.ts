@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { archiveNameFor, ImageStore, normalizeRef, USAGE_CACHE_MS } from '../../../src/procruntime/image-store.js';
@@ -13,8 +13,8 @@ import { forward, rfc3339Nano } from '../../../src/procruntime/log-forwarder.js'
 const work = mkdtempSync(join(tmpdir(), 'nodelet-images-'));
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-/** Writes an OCI layout archive of `layers` (each a map of path -> content, null for a directory). */
-function archive(name: string, ref: string, layers: Array<Record<string, string | null>>, config: object = { Cmd: ['sh'] }): string {
+/** Writes an OCI layout archive of `layers` (each a map of path -> content, null for a directory, { link } for a symbolic link). */
+function archive(name: string, ref: string, layers: Array<Record<string, string | null | { link: string }>>, config: object = { Cmd: ['sh'] }): string {
   const dir = join(work, `${name}-layout`);
   mkdirSync(join(dir, 'blobs/sha256'), { recursive: true });
   const blob = (b: Buffer) => {
@@ -27,7 +27,10 @@ function archive(name: string, ref: string, layers: Array<Record<string, string 
     mkdirSync(root, { recursive: true });
     for (const [p, content] of Object.entries(files)) {
       if (content === null) mkdirSync(join(root, p), { recursive: true });
-      else {
+      else if (typeof content === 'object') {
+        mkdirSync(join(root, p, '..'), { recursive: true });
+        symlinkSync(content.link, join(root, p));
+      } else {
         mkdirSync(join(root, p, '..'), { recursive: true });
         writeFileSync(join(root, p), content);
       }
@@ -72,6 +75,33 @@ test('layers are applied in order with whiteouts and opaque directories; shared 
   await again.remove('example.test/wh:1');
   assert.equal(again.list().length, 1);
   assert.ok(existsSync(join(work, 'store/layers', img!.layers[0]!.slice(7))), 'a layer still used by another image stays');
+});
+
+test("no layer reaches the host through a link an earlier one left: whiteouts, opaque directories and files over links stay in the image", async () => {
+  // The "host": a directory and a file outside the store, which the links of the first layer name.
+  const host = join(work, 'host');
+  mkdirSync(join(host, 'dir'), { recursive: true });
+  writeFileSync(join(host, 'dir', 'state'), 'node state');
+  writeFileSync(join(host, 'file'), 'host file');
+  const links = { e: { link: join(host, 'dir') }, w: { link: join(host, 'dir') }, g: { link: join(host, 'file') }, 'etc/keep': 'k' };
+  const file = archive('links', 'example.test/links:1', [links, { 'e/.wh..wh..opq': '', 'e/new': 'n', 'w/.wh.state': '', g: 'image file' }]);
+  const store = new ImageStore(join(work, 'store-links'));
+  await store.load();
+  const [img] = await store.importArchive(file);
+  const root = await store.rootfs(img!);
+  assert.equal(readFileSync(join(host, 'dir', 'state'), 'utf8'), 'node state', "the opaque directory and the whiteout under links removed nothing of the host's");
+  assert.equal(readFileSync(join(host, 'file'), 'utf8'), 'host file', 'a file over a link did not write through it');
+  assert.deepEqual(readdirSync(host).sort(), ['dir', 'file']);
+  assert.ok(lstatSync(join(root, 'e')).isDirectory(), "the layer's directory replaced the link");
+  assert.deepEqual(readdirSync(join(root, 'e')), ['new']);
+  assert.equal(readFileSync(join(root, 'g'), 'utf8'), 'image file');
+  assert.ok(lstatSync(join(root, 'w')).isDirectory(), "the whiteout's directory replaced the link, with nothing under it");
+  assert.deepEqual(readdirSync(join(root, 'w')), []);
+  // A whiteout of ".." would name the directory above the root.
+  const [dots] = await store.importArchive(archive('dots', 'example.test/dots:1', [{ 'etc/keep': 'k' }, { '.wh...': '' }]));
+  await assert.rejects(store.rootfs(dots!), /invalid whiteout \.wh\.\.\. in layer/);
+  assert.ok(existsSync(join(work, 'store-links')), 'the store is still there');
+  assert.deepEqual(readdirSync(join(work, 'store-links', 'rootfs')).filter((d) => d.includes('.tmp-')), [], 'no half-built root left');
 });
 
 test('pull finds <name>_<tag>.tar in the images directory; references normalise like CRI\'s', async () => {

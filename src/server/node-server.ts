@@ -235,6 +235,8 @@ export class NodeServer {
         case 'logs':
           return await this.containerLogs(r, req, res);
         case 'run':
+          // POST only, as the kubelet registers it: a GET (a link, an img tag) runs nothing.
+          if (req.method !== 'POST') return void text(res, 405, '405: Method Not Allowed');
           return await this.run(r, req, res);
         case 'debugPage':
         case 'debugScript':

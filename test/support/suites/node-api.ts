@@ -159,6 +159,13 @@ async function observe(node: string, api: NodeApi): Promise<Observations> {
     o[`exec over WebSocket (${protocol}): output and a non-zero exit`] = await execOverWebSocket(sh, 'main', ['sh', '-c', 'echo over-websocket; exit 2'], protocol);
   }
   o['exec into a container that has exited'] = show(kubectl(['exec', sh, '-c', 'gone', '--', 'true']));
+  // The kubelet's RunInContainer: POST only (a GET from a link or an img tag runs nothing).
+  const run = async (method: string) => {
+    const r = await nodeGet(api, `/run/${NS}/${sh}/main?cmd=echo%20ran`, undefined, true, method);
+    return `${r.code} ${r.body}`;
+  };
+  o['node API: POST /run'] = await run('POST');
+  o['node API: GET /run'] = await run('GET');
   o['exec -it: the terminal size, an answer to a prompt'] = show(kubectlTty(['exec', '-it', sh, '-c', 'main', '--', 'sh', '-c', 'sleep 1; stty size; printf "name? "; read n; echo "hello $n"'], 'nodelet\n', 33, 101));
 
   for (const k of Object.keys(o)) o[k] = normalize(o[k], pods);
@@ -180,11 +187,12 @@ export interface NodeApi {
   close?(): void;
 }
 
-function nodeGet(api: NodeApi, path: string, signal?: AbortSignal, cert = true): Promise<{ code: number; body: string; res: import('node:http').IncomingMessage }> {
+function nodeGet(api: NodeApi, path: string, signal?: AbortSignal, cert = true, method = 'GET'): Promise<{ code: number; body: string; res: import('node:http').IncomingMessage }> {
   const pki = join(clusterEnv().clusterDir, 'pki');
   return new Promise((resolve, reject) => {
-    const req = https.get(
+    const req = https.request(
       {
+        method,
         host: '127.0.0.1',
         port: api.port,
         path,
@@ -201,6 +209,7 @@ function nodeGet(api: NodeApi, path: string, signal?: AbortSignal, cert = true):
       },
     );
     req.on('error', reject);
+    req.end();
   });
 }
 

@@ -1,6 +1,7 @@
 // How a container's process is isolated: nodelet-launch, the runtime's container init (the pod's
 // namespaces joined, a mount namespace and root of its own, the security context applied, as
-// runc does it), or proot where namespaces cannot be created (an unprivileged runtime).
+// runc does it), or proot where namespaces cannot be created (an unprivileged runtime), and only
+// when asked for by name.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,9 +55,9 @@ export function detectIsolation(wanted?: Isolation): { isolation?: Isolation; de
   const installed = existsSync(bin);
   const ns = installed ? launcherWorks(bin) : { ok: false, why: `${bin} is not built (make build)` };
   if (ns.ok) return { isolation: 'launcher', detail: `nodelet-launch (${bin})` };
-  if (wanted === 'launcher') return { detail: `the launcher cannot create namespaces here: ${ns.why}` };
-  if (proot()) return { isolation: 'proot', detail: `the launcher cannot create namespaces here (${ns.why}); using proot` };
-  return { detail: `neither the launcher nor proot can run here: ${ns.why} (and install Debian package proot)` };
+  // Fails closed: proot isolates nothing (no namespaces, no cgroups, the runtime's own user), so
+  // it never stands in for the launcher unasked.
+  return { detail: `the launcher cannot create namespaces here: ${ns.why} (proot, which isolates nothing, runs only when asked for by name: --isolation proot)` };
 }
 
 export interface LaunchMount {

@@ -75,7 +75,7 @@ export interface ProcessRuntimeOptions {
   pullProgressTimeoutMs?: number;
   /** The node's IP (what proot's pods, which share the host's network, report). */
   hostIP?: string;
-  /** Which isolation to use; probed when not given (the launcher where it can run, else proot). */
+  /** Which isolation to use: the launcher when not given (proot only when named: it isolates nothing). */
   isolation?: Isolation;
   /** CNI configuration directory (as containerd's `conf_dir`), default /etc/cni/net.d. */
   cniConfDir?: string;

@@ -234,7 +234,7 @@ const LAB_CASES = {
     'runAsNonRoot with an image that runs as root',
     'in-place resize (pods/resize)',
   ],
-  attacks: ['device nodes'],
+  attacks: ['device nodes', 'hostile images'],
 };
 describe('the integration suites on cgroup v2 nodes', { concurrency: 2 }, () => {
   describe('pod lifecycle, nodelet on containerd (lab-1)', () => podLifecycleSuite(() => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.lifecycle }));

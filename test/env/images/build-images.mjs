@@ -94,15 +94,16 @@ if (flags.critest) {
 }
 
 if (flags.hostile) {
-  const idThenSleep = { Cmd: ['sh', '-c', 'echo "uid $(id -u)"; exec sleep 36000'] };
+  // Its uid from the kernel (busybox's id would read the image's /etc/passwd).
+  const idThenSleep = { Cmd: ['sh', '-c', 'grep -m1 ^Uid: /proc/self/status; exec sleep 36000'] };
   images.push(
-    // The user database as links: the host's endless /dev/zero, and a link to itself (the host's /etc/group on the host).
+    // The user database as links: the host's endless /dev/zero, and the host's /etc/shadow (the image has neither).
     { name: 'nodelet.test/hostile-passwd', tag: '1', rootfs: (dir) => {
       busybox(dir, 'hostile passwd');
       rmSync(join(dir, 'etc/passwd'));
       rmSync(join(dir, 'etc/group'));
       symlinkSync('/dev/zero', join(dir, 'etc/passwd'));
-      symlinkSync('/etc/group', join(dir, 'etc/group'));
+      symlinkSync('/etc/shadow', join(dir, 'etc/group'));
     }, config: idThenSleep },
     // 2^32: uid 0 once cut to 32 bits.
     { name: 'nodelet.test/hostile-uid', tag: '1', rootfs: (dir) => busybox(dir, 'hostile uid'), config: { ...idThenSleep, User: '4294967296' } },

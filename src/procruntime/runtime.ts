@@ -312,6 +312,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       const bad = invalidMount(m);
       if (bad) throw new InvalidArgumentError(bad);
     }
+    // An AppArmor profile this runtime cannot load is refused, never run without: it applies none.
+    const aa = sc?.apparmor;
+    const aaName = aa?.profile_type ? (aa.profile_type === 'Localhost' ? `localhost/${aa.localhost_ref ?? ''}` : aa.profile_type) : sc?.apparmor_profile;
+    if (aaName && aaName !== 'Unconfined' && aaName !== 'unconfined') throw new InvalidArgumentError(`failed to apply AppArmor profile ${JSON.stringify(aaName)}: the process runtime does not apply AppArmor profiles`);
     // Decided now, as containerd: a profile that cannot be had fails the create (proot cannot apply one).
     const seccomp = this.isolation === 'proot' ? undefined : containerSeccompProgram(config);
     const id = randomBytes(32).toString('hex');

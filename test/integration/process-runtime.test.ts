@@ -107,6 +107,10 @@ test('exit codes, the OCI entrypoint/cmd rules, env and working directory', asyn
   assert.equal(args.exit_code, 5);
   const env2 = await runOnce({ command: ['sh', '-c', 'test "$GREETING" = hi && test "$(pwd)" = /etc && test -n "$PATH"'], envs: [{ key: 'GREETING', value: Buffer.from('hi') }], working_dir: '/etc' });
   assert.equal(env2.exit_code, 0, 'env, working dir and the image PATH');
+  // An AppArmor profile it cannot apply is refused at create, never run without; Unconfined is what it gives.
+  for (const security_context of [{ apparmor: { profile_type: 'RuntimeDefault' } }, { apparmor: { profile_type: 'Localhost', localhost_ref: 'k8s-deny-write' } }, { apparmor_profile: 'runtime/default' }])
+    await assert.rejects(cri.createContainer(sb, { metadata: { name: 'aa' }, image: { image: env.testImage }, command: ['true'], log_path: 'a.log', linux: { security_context } } as never, sbConfig), /failed to apply AppArmor profile "(RuntimeDefault|localhost\/k8s-deny-write|runtime\/default)": the process runtime does not apply AppArmor profiles/);
+  await cri.createContainer(sb, { metadata: { name: 'aa-unconfined' }, image: { image: env.testImage }, command: ['true'], log_path: 'u.log', linux: { security_context: { apparmor: { profile_type: 'Unconfined' } } } } as never, sbConfig);
   const missing = await cri.createContainer(sb, { metadata: { name: 'nocmd' }, image: { image: env.testImage }, command: ['/no/such'], log_path: 'n.log' }, sbConfig);
   await assert.rejects(cri.startContainer(missing), /failed to start container \w+: exec: "\/no\/such": stat \/no\/such: no such file or directory$/);
   const st = (await cri.containerStatus(missing)).status!;

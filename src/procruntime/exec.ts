@@ -75,7 +75,25 @@ export function endExec(plan: ExecPlan, pid: number): void {
   setTimeout(killGroup, 2000).unref();
 }
 
-/** Runs the plan to its end, its output collected; past the timeout, the command is killed and this fails. */
+/** containerd's cap on each stream of an ExecSync (CVE-2022-31030): what comes after is read and dropped. */
+export const EXEC_SYNC_MAX_STREAM_BYTES = 16 * 1024 * 1024;
+
+/** A stream's first EXEC_SYNC_MAX_STREAM_BYTES; the rest is drained (the command is not blocked) and not kept. */
+export function cappedSink(limit = EXEC_SYNC_MAX_STREAM_BYTES): { write: (b: Buffer) => void; bytes: () => Buffer } {
+  const kept: Buffer[] = [];
+  let size = 0;
+  return {
+    write: (b) => {
+      if (size >= limit) return;
+      const part = b.length > limit - size ? b.subarray(0, limit - size) : b;
+      kept.push(part);
+      size += part.length;
+    },
+    bytes: () => Buffer.concat(kept),
+  };
+}
+
+/** Runs the plan to its end, its output collected (each stream capped); past the timeout, the command is killed and this fails. */
 export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
   const { argv, env } = plan;
   if (plan.missing) {
@@ -87,11 +105,11 @@ export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: numbe
     // A group of its own, for endExec.
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', ...planFds(plan)], env, detached: true });
     closePlan(plan);
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
+    const out = cappedSink();
+    const err = cappedSink();
     let timedOut = false;
-    child.stdout!.on('data', (b: Buffer) => out.push(b));
-    child.stderr!.on('data', (b: Buffer) => err.push(b));
+    child.stdout!.on('data', out.write);
+    child.stderr!.on('data', err.write);
     const timer =
       timeoutSeconds > 0
         ? setTimeout(() => {
@@ -103,7 +121,7 @@ export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: numbe
       if (timer) clearTimeout(timer);
       // As containerd: a command that outlives its timeout is an error, not an exit code.
       if (timedOut) return reject(new DeadlineExceededError(`command ${JSON.stringify(cmd)} timed out after ${timeoutSeconds}s`));
-      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exit_code: code ?? (sig ? 128 + (os.constants.signals[sig] ?? 9) : 1) } as unknown as ExecSyncResponse);
+      resolve({ stdout: out.bytes(), stderr: err.bytes(), exit_code: code ?? (sig ? 128 + (os.constants.signals[sig] ?? 9) : 1) } as unknown as ExecSyncResponse);
     });
     child.on('error', (e) => resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from(e.message), exit_code: 127 } as unknown as ExecSyncResponse));
   });

@@ -3,7 +3,7 @@
 // itself, started outside the runtime's own process tree so that it outlives a restart of the runtime.
 import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -102,6 +102,16 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
       noNewPrivs: sc?.no_new_privs === true,
     },
   };
+}
+
+/** Writes the container's environment for the launcher (0600, NUL-separated); returns its path. */
+export async function writeEnvFile(dir: string, env: Array<[string, string]>): Promise<string> {
+  const file = join(dir, 'env');
+  const tmp = `${file}.tmp`;
+  await writeFile(tmp, env.map(([k, v]) => `${k}=${v}\0`).join(''), { mode: 0o600 });
+  await chmod(tmp, 0o600); // a tmp left by a crash kept its mode
+  await rename(tmp, file);
+  return file;
 }
 
 /** The cgroup limits a CRI container config asks for. */

@@ -92,6 +92,8 @@ export interface LaunchSpec {
   seccomp?: string;
   /** no_new_privs (the container's allowPrivilegeEscalation: false). */
   noNewPrivs?: boolean;
+  /** `env` as NUL-separated entries in a file only root reads (the launcher's --env-file). */
+  envFile?: string;
   /** cgroup v2: the container's cgroup and the devices the launcher's filter there allows (v1 writes its rules itself). */
   devices?: { cgroup: string; rules: DeviceRule[] };
 }
@@ -196,7 +198,8 @@ function securityArgs(s: LaunchSpec): string[] {
     ...(s.noNewPrivs ? ['--nnp'] : []),
     ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--cwd', s.cwd,
-    ...s.env.flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+    // From a root-only file where there is one: a command line is anyone's to read.
+    ...(s.envFile ? ['--env-file', s.envFile] : s.env.flatMap(([k, v]) => ['--env', `${k}=${v}`])),
   ];
 }
 

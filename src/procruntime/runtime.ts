@@ -48,7 +48,7 @@ import { ContainerSupervisor, type ProcSeam } from './container-supervisor.js';
 import { ContainerEventHub, type ContainerEventType, type EventSnapshot } from './container-events.js';
 import type { WatchDir } from './container-watch.js';
 import { realClock, type Clock } from '../util/clock.js';
-import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer } from './container-start.js';
+import { cgroupLimits, containerArgv, launchSpec, openStdin, prepareRootfs, SECCOMP_PROGRAM, spawnContainer, writeEnvFile } from './container-start.js';
 import { containerSeccompProgram } from './seccomp/container.js';
 import { stopContainerProcess } from './container-stop.js';
 import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
@@ -391,6 +391,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     const prepared = await launchSpec({ container: c, sandbox: s.config, image: img, argv, dir, podResolv, namespaces });
     if ('missing' in prepared) await this.failStart(c, prepared.missing);
     const spec = (prepared as { spec: LaunchSpec }).spec;
+    if (isolation === 'launcher') spec.envFile = await writeEnvFile(dir, spec.env);
     c.launch = spec;
     const privileged = spec.capabilities?.privileged === true;
     // Without cgroups nothing would keep a root container from the host's devices: it does not start.

@@ -50,7 +50,8 @@ export class RecordStore {
   private async write(dir: string, file: string, record: unknown): Promise<void> {
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, `.${file}.${randomBytes(3).toString('hex')}`);
-    await writeFile(tmp, JSON.stringify(record));
+    // Root's only: a container's record holds its environment, Secrets' values included.
+    await writeFile(tmp, JSON.stringify(record), { mode: 0o600 });
     await rename(tmp, join(dir, file));
   }
 }

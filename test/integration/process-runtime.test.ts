@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
@@ -48,7 +48,7 @@ test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, s
   writeFileSync(join(tmp, 'pod.json'), JSON.stringify({ metadata: { name: 'cp', namespace: 'crictl', uid: 'crictl-uid-1', attempt: 0 }, hostname: 'cp-host', log_directory: logDir, linux: {} }));
   writeFileSync(
     join(tmp, 'ctr.json'),
-    JSON.stringify({ metadata: { name: 'c' }, image: { image: env.testImage }, command: ['sh', '-c', "trap 'echo bye; exit 0' TERM; echo hello from $(hostname); echo oops >&2; while true; do sleep 0.2; done"], log_path: 'c/0.log', labels: { app: 'crictl' } }),
+    JSON.stringify({ metadata: { name: 'c' }, image: { image: env.testImage }, command: ['sh', '-c', "trap 'echo bye; exit 0' TERM; echo hello from $(hostname); echo oops >&2; while true; do sleep 0.2; done"], log_path: 'c/0.log', labels: { app: 'crictl' }, envs: [{ key: 'NODELET_SECRET', value: 'on-no-command-line' }] }),
   );
   const pod = crictl('runp', join(tmp, 'pod.json')).trim();
   const ctr = crictl('create', pod, join(tmp, 'ctr.json'), join(tmp, 'pod.json')).trim();
@@ -69,6 +69,20 @@ test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, s
   assert.equal(host, 'cp-host', 'exec sees the container\'s hostname');
   assert.ok(Number(pid) < 100, `and its own PID namespace (pid ${pid})`);
   assert.equal(`${image}`, 'busybox', 'and the image\'s files');
+  // A Secret's value reaches the container and its exec, and no command line on the host (the launcher reads it from a root-only file).
+  assert.equal(crictl('exec', '-s', ctr, 'sh', '-c', 'echo $NODELET_SECRET').trim(), 'on-no-command-line');
+  const cmdlines = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('on-no-command-line');
+    } catch {
+      return false;
+    }
+  });
+  assert.deepEqual(cmdlines, [], 'no process shows the value in its command line');
+  const state = join(env.clusterDir, 'process-crictl', 'root', 'containers');
+  const records = readdirSync(state).map((id) => join(state, id, 'container.json')).filter((f) => existsSync(f));
+  assert.ok(records.length > 0);
+  for (const f of records) assert.equal(statSync(f).mode & 0o077, 0, `${f} is root's only`);
   // The exec is in the container's cgroups (its limits, its device allow-list), not the runtime's.
   assert.match(crictl('exec', '-s', ctr, 'cat', '/proc/self/cgroup'), new RegExp(`^\\d+:(memory)?:/nodelet-process/${ctr}$`, 'm'));
   // cgroup v1 (this machine): runc's allow-list written to the container's devices cgroup (v2's

@@ -61,6 +61,38 @@ static long number(const char *s, const char *what) {
   return v;
 }
 
+/*
+ * The environment as NUL-separated KEY=VALUE entries in a file only root reads: on the command
+ * line (world-readable in /proc/PID/cmdline, for as long as the monitor runs) a Secret's value
+ * would be anyone's.
+ */
+static void read_env_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) fail("open the environment file %s", path);
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  for (;;) {
+    if (n == cap) {
+      if (cap >= (size_t)64 << 20) fail("the environment file %s is too large", path);
+      cap *= 2;
+      buf = realloc(buf, cap + 1);
+    }
+    if (!buf) fail("read the environment file %s", path);
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail("read the environment file %s", path);
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  buf[n] = 0;
+  for (size_t o = 0; o < n; o += strlen(buf + o) + 1) {
+    if (!buf[o]) continue;
+    if (opt.nenv == MAX_ITEMS * 4 - 1) fail("too many environment variables");
+    opt.env[opt.nenv++] = buf + o;
+  }
+}
+
 /* A uid or gid: runc's range, so that no value wraps around to root in uid_t. */
 static long id_number(const char *s, const char *what) {
   long v = number(s, what);
@@ -191,6 +223,9 @@ void parse_args(int argc, char **argv) {
       NEED(1);
       if (opt.nenv == MAX_ITEMS * 4 - 1) fail("too many environment variables");
       opt.env[opt.nenv++] = argv[++i];
+    } else if (!strcmp(a, "--env-file")) {
+      NEED(1);
+      read_env_file(argv[++i]);
     } else {
       fail("unknown argument: %s", a);
     }

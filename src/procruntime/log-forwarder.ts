@@ -1,6 +1,9 @@
 // Container output in the CRI log format. The container writes raw stdout/stderr to files of its
 // own (so it keeps running if the runtime restarts); this copies new bytes, line by line, to the
-// CRI log as "<RFC3339Nano> <stream> <F|P> <line>".
+// CRI log as "<RFC3339Nano> <stream> <F|P> <line>". What is in the CRI log is given back to the
+// filesystem (a hole punched in the raw file), so a flood takes the CRI log's rotation bound, not
+// the disk.
+import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readSync, fstatSync, appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -15,6 +18,24 @@ export function rfc3339Nano(ms: number, nanosExtra = 0): string {
 export interface StreamState {
   offset: number;
   pending: string;
+  /** Up to where the raw file's blocks were given back (a multiple of 4 KiB). */
+  released?: number;
+}
+
+/** Forwarded raw bytes are released once this many pile up. */
+export const RELEASE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Punches out the raw file's blocks that are in the CRI log already: the container appends on at
+ * its offset, the file keeps its size, the disk gets them back. A filesystem that cannot punch
+ * holes is not asked again for the same bytes.
+ */
+function releaseForwarded(rawPath: string, state: StreamState): void {
+  const done = Math.floor(state.offset / 4096) * 4096;
+  const from = state.released ?? 0;
+  if (done - from < RELEASE_BYTES) return;
+  spawnSync('fallocate', ['--punch-hole', '--offset', String(from), '--length', String(done - from), rawPath], { stdio: 'ignore' });
+  state.released = done;
 }
 
 /**
@@ -74,6 +95,7 @@ export function forward(rawPath: string, stream: 'stdout' | 'stderr', logPath: s
   }
   state.offset = offset;
   state.pending = pending;
+  releaseForwarded(rawPath, state);
   return undefined;
 }
 

@@ -2,10 +2,10 @@
 // output waits in the raw files, is retried once a second, and none of it is lost when it flows again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { forward, forwardStreams, LOG_RETRY_MS, rawSize, type StreamState } from '../../../src/procruntime/log-forwarder.js';
+import { forward, forwardStreams, LOG_RETRY_MS, rawSize, RELEASE_BYTES, type StreamState } from '../../../src/procruntime/log-forwarder.js';
 
 // Writes to /dev/full fail with ENOSPC, as on a full filesystem.
 const FULL = '/dev/full';
@@ -48,4 +48,29 @@ test('a blocked log is retried once a second, reported when it blocks and when i
   appendFileSync(join(dir, 'stdout'), 'b');
   assert.equal(forwardStreams(c, dir, 3100, true, { since: 3050, retryAt: 9999, error: 'ENOSPC' }).change, 'resumed');
   assert.match(readFileSync(c.logPath, 'utf8'), / stdout P b\n$/);
+});
+
+test("what is in the CRI log is given back to the disk: a 24 MiB flood leaves the raw file's blocks under the release bound", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fwd-release-'));
+  const raw = join(dir, 'stdout');
+  const log = join(dir, 'c.log');
+  writeFileSync(raw, '');
+  const st: StreamState = { offset: 0, pending: '' };
+  const line = `${'x'.repeat(1023)}\n`;
+  const mib = line.repeat(1024);
+  for (let i = 0; i < 24; i++) {
+    appendFileSync(raw, mib);
+    assert.equal(forward(raw, 'stdout', log, st, 0), undefined);
+    // The log itself would be rotated by the agent; here it is emptied to measure the raw file alone.
+    if (i % 4 === 3) writeFileSync(log, '');
+  }
+  while (statSync(raw).size > st.offset) forward(raw, 'stdout', log, st, 0);
+  assert.equal(statSync(raw).size, 24 * 1024 * 1024, 'the file keeps its size: the container appends on');
+  assert.equal(st.offset, 24 * 1024 * 1024);
+  assert.ok(st.released! >= 20 * 1024 * 1024, `released ${st.released}`);
+  assert.ok(statSync(raw).blocks * 512 <= RELEASE_BYTES + 1024 * 1024, `${statSync(raw).blocks * 512} bytes still on disk`);
+  // What is left readable is the unreleased tail: the forwarder never reads below its offset.
+  appendFileSync(raw, 'after the hole\n');
+  forward(raw, 'stdout', log, st, 0);
+  assert.match(readFileSync(log, 'utf8'), /stdout F after the hole\n$/);
 });

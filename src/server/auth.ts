@@ -71,7 +71,26 @@ export type AuthDecision = { ok: true; user: UserInfo } | { ok: false; code: 401
 
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
+  /** Loads under way: a burst of calls with one new key is one review. */
+  private readonly loading = new Map<string, Promise<V>>();
   constructor(private readonly clock: Clock) {}
+
+  /** The cached value, else what `load` gives (one load at a time per key), kept for the TTL it says. */
+  getOrLoad(key: string, load: () => Promise<{ value: V; ttlMs: number }>): Promise<V> {
+    const hit = this.get(key);
+    if (hit !== undefined) return Promise.resolve(hit);
+    let p = this.loading.get(key);
+    if (!p) {
+      p = load()
+        .then(({ value, ttlMs }) => {
+          this.set(key, value, ttlMs);
+          return value;
+        })
+        .finally(() => this.loading.delete(key));
+      this.loading.set(key, p);
+    }
+    return p;
+  }
 
   get(key: string): V | undefined {
     const e = this.entries.get(key);
@@ -139,12 +158,13 @@ export class NodeAuth {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (m && this.cfg.webhookEnabled && this.api) {
       const key = createHash('sha256').update(m[1]).digest('hex');
-      const cached = this.tokens.get(key);
-      if (cached !== undefined) return cached ?? undefined;
-      const r = await this.api.tokenReview(m[1]);
-      const user = r.authenticated && r.user ? r.user : null;
-      // Refusals are kept briefly, so that a wrong token cannot make every call a review.
-      this.tokens.set(key, user, user ? this.cfg.webhookCacheTTLMs : Math.min(this.cfg.webhookCacheTTLMs, 10_000));
+      const api = this.api;
+      const user = await this.tokens.getOrLoad(key, async () => {
+        const r = await api.tokenReview(m[1]!);
+        const value = r.authenticated && r.user ? r.user : null;
+        // Refusals are kept briefly, so that a wrong token cannot make every call a review.
+        return { value, ttlMs: value ? this.cfg.webhookCacheTTLMs : Math.min(this.cfg.webhookCacheTTLMs, 10_000) };
+      });
       return user ?? undefined;
     }
     if (!header && this.cfg.anonymousEnabled) return { name: 'system:anonymous', groups: ['system:unauthenticated'] };
@@ -173,10 +193,10 @@ export class NodeAuth {
     if (this.cfg.mode === 'AlwaysAllow') return true;
     if (!this.api) return false;
     const key = JSON.stringify([user.name, user.uid ?? '', [...user.groups].sort(), user.extra ?? {}, a.verb, a.subresource]);
-    const cached = this.decisions.get(key);
-    if (cached !== undefined) return cached;
-    const r = await this.api.subjectAccessReview(user, a);
-    this.decisions.set(key, r.allowed, r.allowed ? this.cfg.cacheAuthorizedTTLMs : this.cfg.cacheUnauthorizedTTLMs);
-    return r.allowed;
+    const api = this.api;
+    return this.decisions.getOrLoad(key, async () => {
+      const { allowed } = await api.subjectAccessReview(user, a);
+      return { value: allowed, ttlMs: allowed ? this.cfg.cacheAuthorizedTTLMs : this.cfg.cacheUnauthorizedTTLMs };
+    });
   }
 }

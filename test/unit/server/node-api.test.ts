@@ -145,6 +145,19 @@ test('reviews are cached for their TTLs, refusals for less', async () => {
   assert.equal((await auth.check(req('/containerLogs/a/b/c', { authorization: 'Bearer good' }))).ok, false, 'a revoked right is seen once the allowed entry expires');
 });
 
+test('fifty calls at once with one new token are one TokenReview and one SubjectAccessReview', async () => {
+  const api = new Reviews();
+  const auth = new NodeAuth(cfg, 'n1', api, new FakeClock());
+  api.allowed.add('alice get proxy');
+  const all = await Promise.all(Array.from({ length: 50 }, () => auth.check(req('/containerLogs/a/b/c', { authorization: 'Bearer good' }))));
+  assert.ok(all.every((d) => d.ok));
+  assert.equal(api.tokenCalls, 1);
+  assert.equal(api.sarCalls, 1);
+  const bad = await Promise.all(Array.from({ length: 50 }, () => auth.check(req('/pods', { authorization: 'Bearer bad' }))));
+  assert.ok(bad.every((d) => !d.ok && d.code === 401));
+  assert.equal(api.tokenCalls, 2, 'a wrong token too');
+});
+
 test('anonymous only when enabled, and still authorized; AlwaysAllow skips the review', async () => {
   const api = new Reviews();
   const anonClock = new FakeClock();

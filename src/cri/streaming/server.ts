@@ -4,7 +4,7 @@
 // for exec and attach, WebSocket) upgrade there, and the request is served on that connection.
 import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Socket, type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { PORTFORWARD_PROTOCOLS, servePortForward, type PortDialer } from './portforward.js';
 import { REMOTECOMMAND_PROTOCOLS, serveRemoteCommand, type ExecOutcome, type StreamIO, type StreamOptions } from './remotecommand.js';
@@ -18,6 +18,8 @@ export type StreamRequest =
 const TOKEN_TTL_MS = 60_000;
 const WEBSOCKET_LIST = 'v4.channel.k8s.io, v4.base64.channel.k8s.io, channel.k8s.io, base64.channel.k8s.io';
 const MAX_IN_FLIGHT = 1000;
+/** containerd's stream_idle_timeout (the kubelet's streamingConnectionIdleTimeout default): 4 h without a byte either way ends a stream. */
+export const STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
 
 function rawResponse(socket: Duplex, code: number, message: string, headers: Record<string, string> = {}): void {
   const body = Buffer.from(message);
@@ -38,6 +40,8 @@ export function negotiate(header: string | string[] | undefined, server: string[
 }
 
 export class StreamingServer {
+  constructor(private readonly idleTimeoutMs = STREAM_IDLE_TIMEOUT_MS) {}
+
   private server?: Server;
   private port = 0;
   private readonly requests = new Map<string, { req: StreamRequest; until: number }>();
@@ -81,6 +85,8 @@ export class StreamingServer {
     }
     // One use per URL.
     this.requests.delete(m[2]!);
+    // A stream left idle is closed, as containerd's are: a forgotten exec or port-forward does not hold its relay for ever.
+    if (socket instanceof Socket) socket.setTimeout(this.idleTimeoutMs, () => socket.destroy());
     const r = entry.req;
     if (isWebSocketUpgrade(req) && r.kind !== 'portforward') {
       const protocol = websocketProtocol(req);

@@ -208,3 +208,25 @@ test('port-forward: what the client sends while a slow dial is under way reaches
     close();
   }
 });
+
+test('a stream with no byte either way for the idle timeout is closed (containerd: 4 h), after its upgrade', async () => {
+  const { StreamingServer, STREAM_IDLE_TIMEOUT_MS } = await import('../../../src/cri/streaming/server.js');
+  assert.equal(STREAM_IDLE_TIMEOUT_MS, 4 * 3600_000);
+  const server = new StreamingServer(300);
+  await server.start();
+  try {
+    const url = new URL(server.register({ kind: 'portforward', podName: 'p', podUID: 'u', dial: () => Promise.reject(new Error('no pod here')) }));
+    const sock = net.connect(Number(url.port), '127.0.0.1');
+    let got = '';
+    sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    sock.write(`POST ${url.pathname} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n`);
+    const closed = await new Promise<boolean>((resolve) => {
+      const t = setTimeout(() => resolve(false), 10_000);
+      sock.on('close', () => (clearTimeout(t), resolve(true)));
+    });
+    assert.match(got, /^HTTP\/1\.1 101 Switching Protocols/);
+    assert.ok(closed, 'the idle stream was closed by the server');
+  } finally {
+    await server.close();
+  }
+});

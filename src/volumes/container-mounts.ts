@@ -3,7 +3,7 @@
 // out), the pod's /etc/hosts, and the file behind terminationMessagePath.
 import type { V1Container, V1Pod, V1VolumeMount } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, readFile, realpath, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 import type { Mount } from '../cri/types.js';
 import type { Mounter } from './mounter.js';
@@ -51,33 +51,20 @@ const inside = (root: string, p: string) => {
 };
 
 /**
- * The subPath of a volume, resolved (links followed) and checked to stay inside the volume, then
- * bind-mounted at `pin`: the container gets the pinned path, which no later change of a link in
- * the volume can redirect.
+ * The subPath of a volume pinned by a bind mount at `pin`, which the container gets: resolved
+ * beneath the volume and bound by descriptor (Mounter.bindSubPath), so that no link in the volume,
+ * there before or swapped in while this runs, leads it out (CVE-2021-25741).
  */
 async function prepareSubPath(volumeRoot: string, subPath: string, pin: string, mounter: Mounter, what: string): Promise<string> {
-  const root = await realpath(volumeRoot);
-  const wanted = join(volumeRoot, subPath);
-  let target: string;
+  if (await mounter.isMountPoint(pin)) return pin;
+  // As the kubelet: a subPath that is not there is made, with the volume's own mode (an emptyDir's 0777).
+  const exists = await stat(join(volumeRoot, subPath)).then(() => true, () => false);
+  const mode = exists ? undefined : (await stat(volumeRoot)).mode & 0o7777;
+  await mkdir(dirname(pin), { recursive: true, mode: 0o750 });
   try {
-    target = await realpath(wanted);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new MountConfigError(`failed to prepare subPath for volumeMount ${what}`);
-    // A missing subPath is made as a directory, but only where its parent is inside the volume.
-    const parent = await realpath(dirname(wanted)).catch(() => undefined);
-    if (!parent || !inside(root, parent)) throw new MountConfigError(`failed to create subPath directory for volumeMount ${what}`);
-    // The volume's own mode (an emptyDir's 0777), set again past the umask, as the kubelet does.
-    const mode = (await stat(root)).mode & 0o7777;
-    await mkdir(wanted, { mode });
-    await chmod(wanted, mode);
-    target = await realpath(wanted);
-  }
-  if (!inside(root, target)) throw new MountConfigError(`failed to prepare subPath for volumeMount ${what}`);
-  if (!(await mounter.isMountPoint(pin))) {
-    const isDir = (await lstat(target)).isDirectory();
-    await mkdir(isDir ? pin : dirname(pin), { recursive: true, mode: 0o750 });
-    if (!isDir) await writeFile(pin, '', { flag: 'a' });
-    await mounter.bind(target, pin, false);
+    await mounter.bindSubPath(volumeRoot, subPath, pin, mode);
+  } catch {
+    throw new MountConfigError(exists ? `failed to prepare subPath for volumeMount ${what}` : `failed to create subPath directory for volumeMount ${what}`);
   }
   return pin;
 }

@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { launcherPath } from '../procruntime/isolation.js';
 
 const run = promisify(execFile);
 
@@ -10,6 +11,12 @@ export interface Mounter {
   mountTmpfs(dir: string, sizeBytes?: number): Promise<void>;
   /** `src` at `dst` (both existing), not following further links than realpath already did. */
   bind(src: string, dst: string, readOnly: boolean): Promise<void>;
+  /**
+   * `subPath` of the volume at `base` pinned at `pin` (made here), resolved beneath `base` and
+   * bound by descriptor (nodelet-launch --subpath-bind): no link, then or swapped in meanwhile,
+   * leads it out of the volume. With `mode`, missing directories are made with it.
+   */
+  bindSubPath(base: string, subPath: string, pin: string, mode?: number): Promise<void>;
   unmount(dir: string): Promise<void>;
   isMountPoint(dir: string): Promise<boolean>;
   /** Mount points at or under `dir`, deepest first. */
@@ -47,6 +54,14 @@ export const hostMounter: Mounter = {
     await mount(['--bind', src, dst]);
     // A read-only bind takes a remount of its own.
     if (readOnly) await mount(['-o', 'remount,bind,ro', dst]);
+  },
+  async bindSubPath(base, subPath, pin, mode) {
+    try {
+      await run(launcherPath(), ['--subpath-bind', base, subPath, pin, mode === undefined ? '-' : mode.toString(8)]);
+    } catch (err) {
+      const e = err as { stderr?: string; message: string };
+      throw new Error((e.stderr || e.message).trim().replace(/^nodelet-launch: /, ''));
+    }
   },
   async unmount(dir) {
     try {

@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_DEVICE_RULES, launcherDeviceRule } from '../../src/procruntime/devices.js';
@@ -166,4 +166,35 @@ test('cgroup v2: the device filter opens only the devices its rules allow, to th
     }
     for (let i = 0; i < 50 && existsSync(cg) && spawnSync('rmdir', [cg]).status !== 0; i++) await new Promise((r) => setTimeout(r, 100));
   }
+});
+
+test("--subpath-bind pins what it opened beneath the volume: a link swapped in before the bind, or one there already, does not lead it out", async () => {
+  const base = join(work, 'subpath-volume');
+  const outside = join(work, 'subpath-host');
+  mkdirSync(join(base, 'sub'), { recursive: true });
+  mkdirSync(outside, { recursive: true });
+  writeFileSync(join(base, 'sub', 'inside'), 'volume');
+  writeFileSync(join(outside, 'secret'), 'host');
+  const pin = join(work, 'subpath-pin');
+  const hook = join(work, 'subpath-hook');
+  spawnSync('mkfifo', [hook, `${hook}.go`]);
+  const child = spawn(launcherPath(), ['--subpath-bind', base, 'sub', pin, '-'], { env: { ...process.env, NODELET_LAUNCH_SUBPATH_PAUSE: hook }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d));
+  // The helper has opened the subPath: now the directory becomes a link to the host's.
+  assert.equal(readFileSync(hook, 'utf8'), 'opened\n');
+  renameSync(join(base, 'sub'), join(base, 'sub.old'));
+  symlinkSync(outside, join(base, 'sub'));
+  writeFileSync(`${hook}.go`, 'x');
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  assert.equal(code, 0, err);
+  mounts.push(pin);
+  assert.deepEqual(readdirSync(pin), ['inside'], 'the directory it opened, not the link swapped in');
+  // A link there already that leads out is refused; so is making a directory through one.
+  const refused = spawnSync(launcherPath(), ['--subpath-bind', base, 'sub/secret', join(work, 'pin-2'), '-'], { encoding: 'utf8' });
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, /open the subPath sub\/secret beneath/);
+  const made = spawnSync(launcherPath(), ['--subpath-bind', base, 'sub/newdir', join(work, 'pin-3'), '777'], { encoding: 'utf8' });
+  assert.notEqual(made.status, 0);
+  assert.deepEqual(readdirSync(outside), ['secret'], 'nothing made on the host');
 });

@@ -88,6 +88,8 @@ __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...);
 void report_error(const char *msg);
 /* mounts.c */
 void setup_rootfs(void);
+/* subpath.c */
+int subpath_bind(int argc, char **argv);
 /* devices.c */
 void restrict_devices(const char *cgroup, const char **rules, int n);
 /* security.c */

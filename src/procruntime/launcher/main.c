@@ -20,6 +20,7 @@
  * container's cgroups (--join-cgroup) and every namespace of PID, its mount namespace included,
  * and applies the same security settings.
  * With --reaper it only holds a new PID namespace, as its init, reaping what is left to it.
+ * With --subpath-bind it pins a volume's subPath for the node agent (subpath.c).
  *
  * Every path inside the container is resolved inside its root (openat2 RESOLVE_IN_ROOT) and
  * mounted on through its file descriptor, so no link in an image can point a mount at the host.
@@ -78,6 +79,8 @@ static void reap_forever(void) {
   }
 }
 int main(int argc, char **argv) {
+  /* A helper of the node agent's, not a container: a volume's subPath pinned safely. */
+  if (argc > 1 && !strcmp(argv[1], "--subpath-bind")) return subpath_bind(argc, argv);
   parse_args(argc, argv);
   int lastcap = last_cap();
   /* An exec joins the container's cgroups: its limits, its device filter, its accounting. */

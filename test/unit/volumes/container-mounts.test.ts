@@ -1,15 +1,21 @@
 // A container's mounts: volumeMounts with subPaths pinned and kept inside their volume, read-only
 // volumes, /etc/hosts as the kubelet writes it, the termination-message file and its reading.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerStatus } from '../../../src/cri/types.js';
 import { logTail, readTerminationMessage } from '../../../src/runtime/termination-message.js';
 import { etcHostsContent, expandSubPathExpr, makeMounts, type MountInputs } from '../../../src/volumes/container-mounts.js';
-import type { Mounter } from '../../../src/volumes/mounter.js';
+import { hostMounter, type Mounter } from '../../../src/volumes/mounter.js';
+
+const pins: string[] = [];
+after(() => {
+  for (const p of pins.reverse()) spawnSync('umount', ['-l', p]);
+});
 import { PodPaths } from '../../../src/volumes/paths.js';
 
 function setup(volumeMounts: NonNullable<V1Pod['spec']>['containers'][number]['volumeMounts'], extra: Partial<NonNullable<V1Pod['spec']>> = {}) {
@@ -20,6 +26,12 @@ function setup(volumeMounts: NonNullable<V1Pod['spec']>['containers'][number]['v
   const mounter: Mounter = {
     mountTmpfs: async () => undefined,
     bind: async (src, dst) => void binds.push([src, dst]),
+    // The real pinning (nodelet-launch --subpath-bind), undone after the test.
+    bindSubPath: async (base, subPath, pin, mode) => {
+      await hostMounter.bindSubPath(base, subPath, pin, mode);
+      pins.push(pin);
+      binds.push([join(base, subPath), pin]);
+    },
     unmount: async () => undefined,
     isMountPoint: async (d) => binds.some(([, dst]) => dst === d),
     mountsUnder: async () => [],
@@ -72,20 +84,23 @@ test('a subPath is made if missing, pinned by a bind mount, and refused when it 
   assert.equal(m!.host_path, join(root, 'pods/u/volume-subpaths/data/c/0'));
   assert.deepEqual(binds, [[join(vol, 'new/dir'), m!.host_path]]);
   assert.ok(statSync(join(vol, 'new/dir')).isDirectory());
+  writeFileSync(join(vol, 'new/dir/seen'), 'through the pin');
+  assert.equal(readFileSync(join(m!.host_path!, 'seen'), 'utf8'), 'through the pin', 'the pin is the subPath');
   chmodSync(vol, 0o777);
-  const [m2] = await makeMounts({ ...inputs, container: { name: 'c', volumeMounts: [{ name: 'data', mountPath: '/sub2', subPath: 'made' }] } });
+  const [m2] = await makeMounts({ ...inputs, container: { name: 'c2', volumeMounts: [{ name: 'data', mountPath: '/sub2', subPath: 'made' }] } });
   assert.ok(m2);
   assert.equal(statSync(join(vol, 'made')).mode & 0o777, 0o777, 'a made subPath has the volume\'s mode, whatever the umask');
 
   const outside = mkdtempSync(join(tmpdir(), 'outside-'));
   writeFileSync(join(outside, 'secret'), 'host file');
   symlinkSync(outside, join(vol, 'escape'));
-  const bad = (subPath: string) => makeMounts({ ...inputs, container: { name: 'c', volumeMounts: [{ name: 'data', mountPath: '/x', subPath }] } });
-  await assert.rejects(bad('escape/secret'), /failed to prepare subPath for volumeMount "data" of container "c"/);
+  const bad = (subPath: string) => makeMounts({ ...inputs, container: { name: 'bad', volumeMounts: [{ name: 'data', mountPath: '/x', subPath }] } });
+  await assert.rejects(bad('escape/secret'), /failed to prepare subPath for volumeMount "data" of container "bad"/);
   await assert.rejects(bad('escape/nothere'), /failed to create subPath directory for volumeMount "data"/);
   await assert.rejects(bad('/etc'), /error SubPath `\/etc` must not be an absolute path/);
   await assert.rejects(bad('inner/../../x'), /must not contain '\.\.'/);
-  assert.equal(binds.length, 1, 'nothing outside the volume was ever mounted');
+  assert.equal(binds.length, 2, 'nothing outside the volume was ever mounted');
+  assert.deepEqual(readdirSync(outside), ['secret'], 'nor made');
 
   assert.equal(expandSubPathExpr('logs/$(POD)', inputs.env), 'logs/web');
   assert.throws(() => expandSubPathExpr('$(EMPTY)/$(NOPE)', inputs.env), /missing value for EMPTY, NOPE/);

@@ -25,6 +25,9 @@ class FakeMounter implements Mounter {
   async bind(src: string, dst: string) {
     this.mounts.set(dst, `bind ${src}`);
   }
+  async bindSubPath(base: string, subPath: string, pin: string) {
+    this.mounts.set(pin, `subpath ${base} ${subPath}`);
+  }
   async unmount(dir: string) {
     this.mounts.delete(dir);
   }

@@ -124,4 +124,29 @@ export function attackSuite(lab: LabNode, makeRuntime: () => Promise<TestRuntime
     else assert.ok(waiting.message, 'containerd says why');
     await nodeUnchanged();
   });
+
+  test('subPath race (CVE-2021-25741): a container swaps the subPath between a directory and a link to / for 30 s while six others start on it; none sees the node', async () => {
+    const victims = Array.from({ length: 6 }, (_, i) =>
+      container(`v${i}`, 'if [ -e /mnt/var/lib/nodelet-attacks/canary ]; then echo ESCAPED; fi; echo started; sleep 2; exit 1', { volumeMounts: [{ name: 'v', mountPath: '/mnt', subPath: 'd' }] }),
+    );
+    const swapper = container('swapper', 'while true; do rm -rf /v/d; mkdir /v/d; rm -rf /v/d; ln -s / /v/d; done', { volumeMounts: [{ name: 'v', mountPath: '/v' }] });
+    const pod = await createPod(node, 'subpath-race', { volumes: [{ name: 'v', emptyDir: {} }], containers: [swapper, ...victims] });
+    const until = Date.now() + 30_000;
+    const escaped: string[] = [];
+    let starts = 0;
+    while (Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 3000));
+      for (const v of victims) {
+        for (const previous of [false, true]) {
+          const out = kubectl(['logs', '-n', NS, pod.metadata!.name!, '-c', v.name, ...(previous ? ['--previous'] : [])]).out;
+          if (out.includes('ESCAPED')) escaped.push(v.name);
+        }
+      }
+    }
+    const p = await getPod(pod);
+    starts = (p.status?.containerStatuses ?? []).filter((c) => c.name !== 'swapper').reduce((n, c) => n + c.restartCount + (c.state?.running || c.state?.terminated ? 1 : 0), 0);
+    assert.deepEqual(escaped, [], 'a container saw the node through its subPath');
+    assert.ok(starts > 0, 'the victims did start on the subPath some of the time');
+    await nodeUnchanged();
+  });
 }

@@ -148,15 +148,20 @@ export function compileProfile(p: SeccompProfile, table: Readonly<Record<string,
   }
   const a = new Assembler();
   const deflt = actionValue(p.defaultAction, p.defaultErrnoRet);
+  // A 32-bit or x32 call has other numbers than the rules name: where the profile's default lets
+  // calls through (a deny list), it is killed, as libseccomp kills a foreign architecture;
+  // otherwise it gets the default, a refusal.
+  const lets = ['SCMP_ACT_ALLOW', 'SCMP_ACT_LOG', 'SCMP_ACT_TRACE'].includes(p.defaultAction);
+  const foreign = lets ? actionValue('SCMP_ACT_KILL_PROCESS') : deflt;
   const native = a.label();
   a.emit(LD_W_ABS, ARCH);
   a.emit(JEQ_K, AUDIT_ARCH_X86_64, native, 0);
-  a.emit(RET_K, deflt);
+  a.emit(RET_K, foreign);
   a.place(native);
   a.emit(LD_W_ABS, NR);
   const x64 = a.label();
   a.emit(JGE_K, X32_SYSCALL_BIT, 0, x64);
-  a.emit(RET_K, deflt);
+  a.emit(RET_K, foreign);
   a.place(x64);
   let loaded = true; // A holds the syscall number
   for (const rule of p.syscalls) {

@@ -111,6 +111,11 @@ test('profiles and requests: malformed or unsupported ones are refused with a cl
   assert.throws(() => parseProfile('{"defaultAction":"SCMP_ACT_NOTIFY"}', 'p'), /SCMP_ACT_NOTIFY is not supported/);
   assert.throws(() => parseProfile('{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW","args":[{"index":7,"value":1,"op":"SCMP_CMP_EQ"}]}]}', 'p'), /index must be 0 to 5/);
   assert.throws(() => compileProfile(parseProfile('{"defaultAction":"SCMP_ACT_ALLOW","architectures":["SCMP_ARCH_AARCH64"]}', 'p')), /not this node's x86_64/);
+  // A deny list cannot be gone round by the 32-bit or x32 numbers of what it denies: those die.
+  const denyList = compileProfile(parseProfile('{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mount"],"action":"SCMP_ACT_ERRNO"}]}', 'p'));
+  assert.equal(run(denyList, NR.mount!), EPERM);
+  assert.equal(run(denyList, 21, [], I386), 0x80000000, 'i386 mount: killed');
+  assert.equal(run(denyList, 0x40000000 + NR.mount!), 0x80000000, 'x32 mount: killed');
   // Names this architecture does not have are skipped, as runc skips them.
   const p = compileProfile(parseProfile('{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["no_such_call","read"],"action":"SCMP_ACT_ALLOW"}]}', 'p'));
   assert.equal(run(p, NR.read!), ALLOW);

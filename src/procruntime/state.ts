@@ -2,7 +2,7 @@
 // runtime's root, each written to a temporary file and renamed into place, so that a runtime that
 // dies mid-write leaves the previous record, never half of one.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContainerRecord, SandboxRecord } from './records.js';
 
@@ -21,6 +21,9 @@ export class RecordStore {
   async load(): Promise<{ sandboxes: SandboxRecord[]; containers: ContainerRecord[] }> {
     await mkdir(join(this.root, 'sandboxes'), { recursive: true });
     await mkdir(join(this.root, 'containers'), { recursive: true });
+    // Root's only, as containerd's: the images' setuid files and the containers' roots below are
+    // nobody else's to reach from the host.
+    await chmod(this.root, 0o700);
     const read = async <T>(kind: 'sandboxes' | 'containers', file: string): Promise<T[]> => {
       const out: T[] = [];
       for (const id of await readdir(join(this.root, kind))) {

@@ -83,6 +83,7 @@ test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, s
   const records = readdirSync(state).map((id) => join(state, id, 'container.json')).filter((f) => existsSync(f));
   assert.ok(records.length > 0);
   for (const f of records) assert.equal(statSync(f).mode & 0o077, 0, `${f} is root's only`);
+  assert.equal(statSync(join(state, '..')).mode & 0o777, 0o700, "the runtime's root (images' setuid files, containers' roots) is root's only");
   // The exec is in the container's cgroups (its limits, its device allow-list), not the runtime's.
   assert.match(crictl('exec', '-s', ctr, 'cat', '/proc/self/cgroup'), new RegExp(`^\\d+:(memory)?:/nodelet-process/${ctr}$`, 'm'));
   // cgroup v1 (this machine): runc's allow-list written to the container's devices cgroup (v2's

@@ -245,13 +245,17 @@ test('the entrypoint writes the pods\' CNI network once, then runs nodelet run w
 });
 
 // The runtime runs in a mount namespace of its own whose root is the image's, made as a container
-// runtime makes a container's: the root bound on itself, /proc and a few devices, pivot_root (not
+// runtime makes a container's: the root bound on itself, /proc, /sys and a few devices, pivot_root (not
 // chroot: an exec joins the container's mount namespace at that namespace's root, which under a
 // chroot is the host's). Everything mounted there ends with the namespace.
 const ENTER_IMAGE = `set -e
 root=$1; shift
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
+# The host's /sys with its cgroups, as the DaemonSet mounts them: the runtime keeps each
+# container's devices there (no cgroups, no container).
+mkdir -p "$root/sys"
+mount --rbind /sys "$root/sys"
 for d in null zero full random urandom tty; do : >"$root/dev/$d"; mount --bind "/dev/$d" "$root/dev/$d"; done
 mkdir -p "$root/.host"
 cd "$root"

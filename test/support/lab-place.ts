@@ -141,8 +141,11 @@ export class LabNode implements AgentPlace {
 }
 
 /** The node's containerd (its boot started it), for the suites' agents there. */
+let containerdDoors = 0;
+
 export async function labContainerd(node: LabNode): Promise<TestRuntime> {
-  const socket = socketPath(`containerd-${node.name}.sock`);
+  // A door of its own per suite: two suites on one node's containerd must not close each other's.
+  const socket = socketPath(`containerd-${node.name}-${++containerdDoors}.sock`);
   // In the node the path is a link to containerd's socket; here, a door to it.
   await labSh0(node.name, `mkdir -p '${join(socket, '..')}' && ln -sfn /run/containerd/containerd.sock '${socket}'`);
   const close = await node.door({ path: socket }, 'UNIX-CONNECT:/run/containerd/containerd.sock');

@@ -155,12 +155,16 @@ export async function cleanupAgent(agent: RunningAgent, runtimeEndpoint = cluste
   }).catch(() => undefined);
   await agent.stop();
   await core.deleteNode({ name: agent.nodeName }).catch(() => undefined);
+  // Best effort: a runtime already gone has nothing left to remove, and the suite's own teardown
+  // (its runtime stopped, its doors closed) must still run after this.
   const cri = new CriClient(runtimeEndpoint);
   try {
     for (const sb of await cri.listPodSandbox({ label_selector: { 'nodelet.io/node-name': agent.nodeName } })) {
       await cri.stopPodSandbox(sb.id).catch(() => undefined);
       await cri.removePodSandbox(sb.id).catch(() => undefined);
     }
+  } catch {
+    /* the runtime is not there */
   } finally {
     cri.close();
   }

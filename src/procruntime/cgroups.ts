@@ -151,42 +151,31 @@ export function detectCgroups(): Cgroups {
     const ownAcct = acct && realpathSync(acctRoot!) !== realpathSync(join(ROOT, 'cpu')) ? acct : undefined;
     const devicesRoot = existsSync(join(ROOT, 'devices', 'devices.allow')) ? join(ROOT, 'devices') : undefined;
     const dev = devicesRoot ? join(devicesRoot, PARENT) : undefined;
+    // The runtime's cgroup in each hierarchy a container gets a cgroup of its own in.
+    const parents = [mem, cpu, ...(ownAcct ? [ownAcct] : []), ...(dev ? [dev] : [])];
+    const ownDirs = (id: string) => parents.map((p) => join(p, id));
     try {
-      mkdirSync(mem, { recursive: true });
-      mkdirSync(cpu, { recursive: true });
-      if (ownAcct) mkdirSync(ownAcct, { recursive: true });
-      if (dev) mkdirSync(dev, { recursive: true });
+      for (const p of parents) mkdirSync(p, { recursive: true });
       const limited = [join(ROOT, 'memory'), join(ROOT, 'cpu'), ...(acctRoot ? [acctRoot] : []), ...(devicesRoot ? [devicesRoot] : [])].map((d) => realpathSync(d));
-      const ownDirs = (id: string) => [join(mem, id), join(cpu, id), ...(ownAcct ? [join(ownAcct, id)] : []), ...(dev ? [join(dev, id)] : [])];
       const others = otherHierarchies(limited);
       return {
         mode: 'v1',
         detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
         create(id, l, devices) {
           if (!dev) throw new Error("the devices cgroup controller is not mounted: the container's devices cannot be restricted");
-          const m = join(mem, id);
-          const c = join(cpu, id);
-          mkdirSync(m, { recursive: true });
-          mkdirSync(c, { recursive: true });
-          const procs = [join(m, 'cgroup.procs'), join(c, 'cgroup.procs')];
-          if (ownAcct) {
-            mkdirSync(join(ownAcct, id), { recursive: true });
-            procs.push(join(ownAcct, id, 'cgroup.procs'));
-          }
-          const dv = join(dev, id);
-          mkdirSync(dv, { recursive: true });
+          for (const d of ownDirs(id)) mkdirSync(d, { recursive: true });
+          const [m, c, dv] = [join(mem, id), join(cpu, id), join(dev, id)];
           if (!allDevices(devices)) {
             mustWrite(join(dv, 'devices.deny'), 'a');
             for (const r of devices) mustWrite(join(dv, 'devices.allow'), v1DeviceRule(r));
           }
-          procs.push(join(dv, 'cgroup.procs'), ...others());
           if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
           if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
           if (l.cpuQuotaUs && l.cpuPeriodUs) {
             tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
             tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
           }
-          return { procs };
+          return { procs: [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()] };
         },
         procs: (id) => [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()].filter((f) => existsSync(f)),
         update(id, l) {
@@ -195,7 +184,7 @@ export function detectCgroups(): Cgroups {
           if (l.cpuPeriodUs) mustWrite(join(cpu, id, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
           mustWrite(join(cpu, id, 'cpu.cfs_quota_us'), l.cpuQuotaUs ? String(l.cpuQuotaUs) : '-1');
         },
-        helpers: () => [join(mem, 'cgroup.procs'), join(cpu, 'cgroup.procs'), ...(ownAcct ? [join(ownAcct, 'cgroup.procs')] : []), ...(dev ? [join(dev, 'cgroup.procs')] : []), ...others()],
+        helpers: () => [...parents.map((p) => join(p, 'cgroup.procs')), ...others()],
         usage: (id) => readCgroupV1(join(mem, id), acct ? join(acct, id) : undefined),
         processCount: (id) => countProcs(join(mem, id, 'cgroup.procs')),
         oomKilled(id) {

@@ -394,15 +394,16 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (isolation === 'launcher') spec.envFile = await writeEnvFile(dir, spec.env);
     c.launch = spec;
     const privileged = spec.capabilities?.privileged === true;
+    const devices = deviceRules(privileged);
     // Without cgroups nothing would keep a root container from the host's devices: it does not start.
     if (isolation === 'launcher' && this.cgroups.mode === 'none' && !privileged) await this.failStart(c, `the container's devices cannot be restricted: ${this.cgroups.detail}`);
     let placement: CgroupPlacement;
     try {
-      placement = this.cgroups.create(c.id, cgroupLimits(c.config), deviceRules(privileged));
+      placement = this.cgroups.create(c.id, cgroupLimits(c.config), devices);
     } catch (err) {
       return this.failStart(c, (err as Error).message);
     }
-    if (placement.deviceCgroup) spec.devices = { cgroup: placement.deviceCgroup, rules: deviceRules(privileged) };
+    if (placement.deviceCgroup) spec.devices = { cgroup: placement.deviceCgroup, rules: devices };
     const procs = placement.procs;
     let stdin: number | undefined;
     if (c.config.stdin) {

@@ -122,7 +122,7 @@ static void parse_bind_opts(struct bind *b, const char *opts) {
   free(copy);
 }
 
-/* The options that only name a path or a value, and those that only switch something on. */
+/* The options that only name a path or a value, those that only switch something on, and those that add to a list. */
 static const struct {
   const char *name;
   const char **value;
@@ -138,6 +138,18 @@ static const struct {
     {"--unshare-pid", &opt.unshare_pid}, {"--unshare-ipc", &opt.unshare_ipc}, {"--unshare-uts", &opt.unshare_uts},
     {"--reaper", &opt.reaper},           {"--rootfs-ro", &opt.rootfs_ro},     {"--nnp", &opt.nnp},
 };
+/* The options that may be given again and again, each adding one value to a list. */
+static const struct {
+  const char *name;
+  const char **list;
+  int *count;
+  const char *what;
+} lists[] = {
+    {"--mask", opt.masked, &opt.nmasked, "masked paths"},
+    {"--readonly", opt.readonly, &opt.nreadonly, "read-only paths"},
+    {"--join-cgroup", opt.join_cgroups, &opt.njoin_cgroups, "cgroups"},
+    {"--device", opt.devices, &opt.ndevices, "device rules"},
+};
 
 /* Takes argv[*i] if it is one of the tables' options (and its value); whether it was. */
 static int table_option(int argc, char **argv, int *i) {
@@ -148,6 +160,13 @@ static int table_option(int argc, char **argv, int *i) {
     if (strcmp(a, values[k].name)) continue;
     if (*i + 1 >= argc) fail("%s needs 1 argument(s)", a);
     *values[k].value = argv[++*i];
+    return 1;
+  }
+  for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
+    if (strcmp(a, lists[k].name)) continue;
+    if (*i + 1 >= argc) fail("%s needs 1 argument(s)", a);
+    if (*lists[k].count == MAX_ITEMS) fail("too many %s", lists[k].what);
+    lists[k].list[(*lists[k].count)++] = argv[++*i];
     return 1;
   }
   return 0;
@@ -182,22 +201,6 @@ void parse_args(int argc, char **argv) {
       b->src = argv[++i];
       b->dst = argv[++i];
       parse_bind_opts(b, argv[++i]);
-    } else if (!strcmp(a, "--mask")) {
-      NEED(1);
-      if (opt.nmasked == MAX_ITEMS) fail("too many masked paths");
-      opt.masked[opt.nmasked++] = argv[++i];
-    } else if (!strcmp(a, "--readonly")) {
-      NEED(1);
-      if (opt.nreadonly == MAX_ITEMS) fail("too many read-only paths");
-      opt.readonly[opt.nreadonly++] = argv[++i];
-    } else if (!strcmp(a, "--join-cgroup")) {
-      NEED(1);
-      if (opt.njoin_cgroups == MAX_ITEMS) fail("too many cgroups");
-      opt.join_cgroups[opt.njoin_cgroups++] = argv[++i];
-    } else if (!strcmp(a, "--device")) {
-      NEED(1);
-      if (opt.ndevices == MAX_ITEMS) fail("too many device rules");
-      opt.devices[opt.ndevices++] = argv[++i];
     } else if (!strcmp(a, "--caps")) {
       NEED(1);
       opt.has_caps = 1;

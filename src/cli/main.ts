@@ -33,6 +33,9 @@ Usage:
   nodelet history NAMESPACE/POD [-o json] [--server URL] [--kubeconfig FILE] [--certificate-authority FILE]
                                         the agent's last syncs of the pod: trigger, plan, results, times
   nodelet runtime reset --root DIR      stop and remove every container and sandbox of a process runtime
+  nodelet approve-csrs [--kubeconfig FILE] [--service-account kube-system/nodelet] [--node-suffix -nodelet]
+                                        approve each nodelet DaemonSet pod's bootstrap CSR for its own
+                                        node only, once (deploy/approver.yaml; in-cluster without --kubeconfig)
   nodelet version
   nodelet --help
 
@@ -239,6 +242,12 @@ async function main(argv: string[]): Promise<void> {
     if (cmd === 'get') return await getPodsCommand(rest);
     if (cmd === 'plan' || cmd === 'history') return await debugCommand(cmd, rest);
     if (cmd === 'images' && rest[0] === 'import') return await imagesImport(rest.slice(1));
+    if (cmd === 'approve-csrs') {
+      const { values, rest: extra } = options(rest, ['kubeconfig', 'service-account', 'node-suffix', 'log-level', 'log-format']);
+      if (extra.length) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
+      const { approveCsrs } = await import('./approve-csrs.js');
+      return await approveCsrs(values);
+    }
     if (cmd === 'run') {
       if (rest.includes('--help') || rest.includes('-h')) {
         process.stdout.write(help);

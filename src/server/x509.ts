@@ -2,7 +2,7 @@
 // certificate signing requests (subject O=system:nodes, CN=system:node:<name>; a serving one names
 // the node's addresses as subjectAltName, a client one names none), and certificates signed by a
 // key of ours (the node API's self-signed one, and test signers). Keys are ECDSA P-256, signed with
-// SHA-256. Reading goes no further than a request's public key.
+// SHA-256. Reading a request is csr-request.ts's (src/approver).
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 
@@ -142,12 +142,15 @@ export function certificateRequest(key: KeyPair, subject: Subject, sans: string[
 }
 
 /** One DER element of `buf` at `at`: where its contents start and where it ends. */
-function element(buf: Buffer, at: number): { tag: number; start: number; end: number } {
+export function element(buf: Buffer, at: number): { tag: number; start: number; end: number } {
+  if (at + 2 > buf.length) throw new Error('truncated DER');
   const tag = buf[at]!;
   let n = buf[at + 1]!;
   let start = at + 2;
   if (n & 0x80) {
     const bytes = n & 0x7f;
+    // Four length bytes say 4 GiB: anything longer is not a request anyone sends.
+    if (bytes === 0 || bytes > 4 || start + bytes > buf.length) throw new Error('bad DER length');
     n = 0;
     for (let i = 0; i < bytes; i++) n = n * 256 + buf[start + i]!;
     start += bytes;

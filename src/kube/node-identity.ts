@@ -75,10 +75,14 @@ export function writeNodeKubeconfig(path: string, server: KubeConnection, pemPat
 /** What the waiting log lines say about who approves a client CSR. */
 function clientApprovalHint(csr: CsrObject, bootstrap: boolean): string {
   const name = csr.metadata?.name ?? '';
-  const by = bootstrap
-    ? `its requester${csr.spec?.username ? ` ${csr.spec.username}` : ''} may create certificatesigningrequests/nodeclient (a binding to the ClusterRole system:certificates.k8s.io:certificatesigningrequests:nodeclient, as in deploy/rbac.yaml)`
-    : `the group system:nodes may create certificatesigningrequests/selfnodeclient (a binding to the ClusterRole system:certificates.k8s.io:certificatesigningrequests:selfnodeclient, as in deploy/rbac.yaml)`;
-  return `the controller-manager's approver approves it only if ${by}; else a cluster admin must: kubectl certificate approve ${name}`;
+  if (!bootstrap) {
+    return `the controller-manager's approver approves it only if the group system:nodes may create certificatesigningrequests/selfnodeclient (a binding to the ClusterRole system:certificates.k8s.io:certificatesigningrequests:selfnodeclient, as in deploy/rbac.yaml); else a cluster admin must: kubectl certificate approve ${name}`;
+  }
+  const who = csr.spec?.username ? ` ${csr.spec.username}` : '';
+  return (
+    `nodelet-csr-approver (deploy/approver.yaml) approves it if its requester${who} asked with the token of a pod on this node's host and the node is not registered yet, ` +
+    `or the controller-manager's approver if the requester may create certificatesigningrequests/nodeclient; else a cluster admin must: kubectl certificate approve ${name}`
+  );
 }
 
 export function nodeIdentity(config: NodeletConfig, deps: NodeIdentityDeps): NodeIdentity {

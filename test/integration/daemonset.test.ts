@@ -1,7 +1,7 @@
 // The DaemonSet for real (issue 17): nodelet's image, built here without an engine, deployed with
 // `kubectl apply -k` onto a cluster whose node `host-0` is the real kubelet v1.37.2; the nodelet in
 // its pod joins as node host-0-nodelet with a node identity of its own (a client certificate from
-// a CSR the controller-manager approved), runs a Deployment's pods, serves kubectl logs/exec,
+// a CSR nodelet-csr-approver approved), runs a Deployment's pods, serves kubectl logs/exec,
 // shows the kubelet's SandboxChanged and BackOff, survives a rolling update of the DaemonSet
 // without restarting a pod, and when the DaemonSet is deleted the node dies as a kubelet node dies.
 import { test, before, after } from 'node:test';
@@ -106,10 +106,14 @@ step('nodelet acts as system:node:host-0-nodelet: a Secret of its own pod is rea
   const cert = clientCertificate(host!.dirs);
   const pem = readFileSync(cert, 'utf8');
   assert.match(pem, /BEGIN CERTIFICATE/);
-  const csrs = JSON.parse(kubectlOk(['get', 'csr', '-o', 'json'])) as { items: Array<{ spec: { signerName: string; username: string }; status?: { conditions?: Array<{ type: string }> } }> };
+  const csrs = JSON.parse(kubectlOk(['get', 'csr', '-o', 'json'])) as {
+    items: Array<{ spec: { signerName: string; username: string; extra?: Record<string, string[]> }; status?: { conditions?: Array<{ type: string; message?: string }> } }>;
+  };
   const client = csrs.items.find((c) => c.spec.signerName === 'kubernetes.io/kube-apiserver-client-kubelet' && c.spec.username === 'system:serviceaccount:kube-system:nodelet');
   assert.ok(client, 'a client CSR made by the DaemonSet\'s ServiceAccount');
-  assert.ok(client.status?.conditions?.some((c) => c.type === 'Approved'), 'approved by the controller-manager');
+  assert.deepEqual(client.spec.extra?.['authentication.kubernetes.io/node-name'], [HOST_NODE], 'with the token of the pod on host-0');
+  const approved = client.status?.conditions?.find((c) => c.type === 'Approved');
+  assert.match(approved?.message ?? '', new RegExp(`node ${NODELET_NODE}: asked for by the nodelet pod on ${HOST_NODE}`), 'approved by deploy/approver.yaml\'s nodelet-csr-approver');
 
   kubectlOk(['-n', NS, 'create', 'secret', 'generic', 'mine', '--from-literal=k=v1']);
   kubectlOk(['-n', NS, 'create', 'secret', 'generic', 'theirs', '--from-literal=k=v2']);

@@ -139,6 +139,21 @@ patches:
               - {name: state, hostPath: {path: ${d.state}}}
               - {name: logs, hostPath: {path: ${d.logs}}}
               - {name: registry-certs, hostPath: {path: ${env.registryCertsDir}}}
+  # The approver too reaches the API server on loopback here, so it shares the host's network.
+  - patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: nodelet-csr-approver, namespace: kube-system}
+      spec:
+        template:
+          spec:
+            hostNetwork: true
+            nodeSelector: {kubernetes.io/hostname: ${HOST_NODE}}
+            containers:
+              - name: approver
+                env:
+                  - {name: KUBERNETES_SERVICE_HOST, value: 127.0.0.1}
+                  - {name: KUBERNETES_SERVICE_PORT, value: "${apiPort}"}
 `,
   );
 }

@@ -64,6 +64,8 @@ before(async () => {
   host = await startHostNode();
   await forceDeleteNamespace(NS);
   kubectlOk(['create', 'namespace', NS]);
+  // An older deploy/ bound nodeclient to the ServiceAccount: gone, so that nodelet-csr-approver decides.
+  kubectlOk(['delete', 'clusterrolebinding', 'nodelet:nodeclient', '--ignore-not-found']);
   writeOverlay(host.dirs, '0.1.0');
   // The node API's serving certificate comes from a kubelet-serving CSR, which the cluster's
   // approver signs off (kube-controller-manager approves only client certificates).

@@ -45,9 +45,21 @@ interface Csr {
 const csrs = (): Csr[] => (JSON.parse(kubectl('get', 'csr', '-o', 'json')) as { items: Csr[] }).items;
 const clientCsrs = (user: string) => csrs().filter((c) => c.spec.signerName === 'kubernetes.io/kube-apiserver-client-kubelet' && c.spec.username === user);
 
-/** deploy/rbac.yaml for a ServiceAccount of this test's own. */
+/**
+ * deploy/rbac.yaml for a ServiceAccount of this test's own, plus the right the kubelet's usual
+ * bootstrap credentials have (kubeadm binds nodeclient to its bootstrap tokens' group): the
+ * controller-manager's approver then approves, as it does for a kubelet. The DaemonSet's own path
+ * (no nodeclient; nodelet-csr-approver) is rbac.test.ts's.
+ */
 function rbacFor(sa: string): string {
   const docs = parseAllDocuments(readFileSync(join(projectRoot, 'deploy/rbac.yaml'), 'utf8')).map((d) => d.toJSON() as Record<string, any>);
+  docs.push({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'nodelet:nodeclient' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:certificates.k8s.io:certificatesigningrequests:nodeclient' },
+    subjects: [{ kind: 'ServiceAccount', name: 'nodelet', namespace: 'kube-system' }],
+  });
   for (const d of docs) {
     if (d.kind === 'ServiceAccount') d.metadata.name = sa;
     if (d.kind === 'ClusterRoleBinding') {

@@ -69,6 +69,9 @@ const agentCsrs = (a: RunningAgent) => [...new Set(a.lines.map((l) => l.csr).fil
 const csrNamed = (name: string) => JSON.parse(kubectl('get', 'csr', name, '-o', 'json')) as Csr;
 
 before(() => {
+  // An older deploy/ bound nodeclient to the ServiceAccount; left on a reused cluster, the
+  // controller-manager would approve any node name first.
+  kubectl('delete', 'clusterrolebinding', 'nodelet:nodeclient', '--ignore-not-found');
   kubectl('apply', '-f', join(projectRoot, 'deploy/rbac.yaml'));
   // The approver's objects but its Deployment: it runs here as a process, with its ServiceAccount's token.
   const docs = readFileSync(join(projectRoot, 'deploy/approver.yaml'), 'utf8').split(/^---$/m).filter((d) => !/^kind: Deployment$/m.test(d));

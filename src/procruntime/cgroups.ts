@@ -18,6 +18,8 @@ export interface CgroupPlacement {
   procs: string[];
   /** cgroup v2: the cgroup the launcher attaches the device filter to (v1 has its rules written already). */
   deviceCgroup?: string;
+  /** cgroup v1: the container's own cgroup directories, which it sees under /sys/fs/cgroup (v2: its cgroup namespace's root). */
+  views?: string[];
 }
 
 export interface Cgroups {
@@ -175,7 +177,7 @@ export function detectCgroups(): Cgroups {
             tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
             tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
           }
-          return { procs: [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()] };
+          return { procs: [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()], views: ownDirs(id) };
         },
         procs: (id) => [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()].filter((f) => existsSync(f)),
         update(id, l) {

@@ -96,6 +96,8 @@ export interface LaunchSpec {
   envFile?: string;
   /** cgroup v2: the container's cgroup and the devices the launcher's filter there allows (v1 writes its rules itself). */
   devices?: { cgroup: string; rules: DeviceRule[] };
+  /** cgroup v1: the container's own cgroup directories, shown under its /sys/fs/cgroup. */
+  cgroupViews?: string[];
 }
 
 /** The fd a container's (or exec's) spawn holds its seccomp program on. */
@@ -227,6 +229,7 @@ function viewArgs(s: LaunchSpec): string[] {
   }
   for (const p of s.maskedPaths ?? []) args.push('--mask', p);
   for (const p of s.readonlyPaths ?? []) args.push('--readonly', p);
+  for (const d of s.cgroupViews ?? []) args.push('--cgroup-view', d);
   return args;
 }
 

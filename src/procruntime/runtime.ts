@@ -404,6 +404,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       return this.failStart(c, (err as Error).message);
     }
     if (placement.deviceCgroup) spec.devices = { cgroup: placement.deviceCgroup, rules: devices };
+    if (placement.views) spec.cgroupViews = placement.views;
     const procs = placement.procs;
     let stdin: number | undefined;
     if (c.config.stdin) {

@@ -3,7 +3,7 @@
 // pseudo-terminal from util-linux's script when a tty is asked for (resized with stty on its
 // slave side); attach follows the container's output files and writes to its stdin FIFO;
 // port-forward connects to the port on localhost of the pod's network namespace, as containerd
-// does, through a small relay started in that namespace (the host's network under proot).
+// does, through the launcher's small relay started in that namespace (the host's network under proot).
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, createWriteStream, readdirSync, readlinkSync, watch } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -14,6 +14,7 @@ import type { ExecOutcome, StreamIO, StreamOptions } from '../cri/streaming/remo
 import { StreamingServer } from '../cri/streaming/server.js';
 import { InvalidArgumentError } from './errors.js';
 import { closePlan, endExec, planFds } from './exec.js';
+import { launcherPath } from './isolation.js';
 import type { ProcessRuntime } from './runtime.js';
 
 function dialHere(port: number): Promise<Duplex> {
@@ -24,17 +25,13 @@ function dialHere(port: number): Promise<Duplex> {
   });
 }
 
-// The relay in the pod's namespace: connects, says so with one byte, then copies both ways; a
-// failure to connect is its one line on stderr.
-const RELAY = `const s=require('net').connect({host:'127.0.0.1',port:+process.argv[1]});
-s.once('connect',()=>{process.stdout.write('+');process.stdin.pipe(s);s.pipe(process.stdout);});
-s.once('error',(e)=>{process.stderr.write(e.message);process.exit(1);});
-s.once('close',()=>process.exit(0));`;
-
-/** A connection to localhost:port inside a network namespace, as a stream (the relay's pipes). */
-function dialInNetns(netns: string, port: number): Promise<Duplex> {
+/**
+ * A connection to localhost:port inside a network namespace, as a stream: nodelet-launch --dial
+ * connects there (its first byte says so; a failure is its line on stderr) and copies both ways.
+ */
+function dialInNetns(netns: string, port: number, sandboxId: string): Promise<Duplex> {
   return new Promise((resolve, reject) => {
-    const child = spawn('nsenter', [`--net=${netns}`, '--', process.execPath, '-e', RELAY, String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(launcherPath(), ['--dial', netns, String(port), sandboxId], { stdio: ['pipe', 'pipe', 'pipe'] });
     let err = '';
     let stream: Duplex | undefined;
     child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
@@ -227,7 +224,7 @@ export class ProcessStreams {
         kind: 'portforward',
         podName: s.name,
         podUID: s.uid,
-        dial: (port) => (s.netns ? dialInNetns(s.netns, port) : dialHere(port)),
+        dial: (port) => (s.netns ? dialInNetns(s.netns, port, req.pod_sandbox_id) : dialHere(port)),
       }),
     };
   }

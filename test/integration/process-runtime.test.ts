@@ -86,6 +86,16 @@ test('crictl pull, images, runp, create, start, pods, ps, logs, exec, inspect, s
   assert.equal(statSync(join(state, '..')).mode & 0o777, 0o700, "the runtime's root (images' setuid files, containers' roots) is root's only");
   // The exec is in the container's cgroups (its limits, its device allow-list), not the runtime's.
   assert.match(crictl('exec', '-s', ctr, 'cat', '/proc/self/cgroup'), new RegExp(`^\\d+:(memory)?:/nodelet-process/${ctr}$`, 'm'));
+  // /sys as runc mounts it: a sysfs of its own, read-only, and under /sys/fs/cgroup the container's
+  // own cgroups only (cgroup v1 here: its cgroup of each hierarchy it joined, on a read-only tmpfs).
+  const sys = crictl('exec', '-s', ctr, 'sh', '-c', "grep -E ' /sys(/fs/cgroup)? ' /proc/mounts | cut -d' ' -f2-4; ls /sys/fs/cgroup; cat /sys/fs/cgroup/memory/cgroup.procs | wc -l").trim().split('\n');
+  assert.match(sys[0]!, /^\/sys sysfs ro,/);
+  if (existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes')) {
+    assert.match(sys[1]!, /^\/sys\/fs\/cgroup tmpfs ro,/);
+    assert.ok(sys.includes('memory') && sys.includes('devices'), sys.join(' '));
+    // The container's own memory cgroup: its shell and the exec's, not the node's thousands.
+    assert.ok(Number(sys.at(-1)) < 10, `processes in the container's memory cgroup: ${sys.at(-1)}`);
+  }
   // cgroup v1 (this machine): runc's allow-list written to the container's devices cgroup (v2's
   // filter: launcher.test.ts, and the lab's attacks).
   const devices = `/sys/fs/cgroup/devices/nodelet-process/${ctr}/devices.list`;

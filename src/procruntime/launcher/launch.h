@@ -20,6 +20,8 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -70,6 +72,9 @@ struct options {
   const char *cwd;
   const char *join_cgroups[MAX_ITEMS];
   int njoin_cgroups;
+  /* cgroup v1: the container's own cgroup directories, shown under its /sys/fs/cgroup. */
+  const char *cgroup_views[MAX_ITEMS];
+  int ncgroup_views;
   const char *device_cgroup;
   const char *devices[MAX_ITEMS];
   int ndevices;
@@ -86,6 +91,8 @@ extern int err_fd;
 void parse_args(int argc, char **argv);
 __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...);
 void report_error(const char *msg);
+/* dial.c */
+int dial_relay(int argc, char **argv);
 /* mounts.c */
 void setup_rootfs(void);
 /* subpath.c */

@@ -11,8 +11,9 @@
  *   container, reports {"child-pid": N} once the command runs (or {"error": "..."} when it
  *   cannot), waits, reports {"exit-code": N}.
  *
- *   the child: a mount namespace of its own (propagation as asked), the root filesystem, /proc,
- *   /dev, /sys, /dev/shm, the binds (propagation rprivate/rslave/rshared, read-only or recursively
+ *   the child: a cgroup namespace of its own (cgroup v2), a mount namespace of its own
+ *   (propagation as asked), the root filesystem, /proc, /dev, a fresh /sys with the container's
+ *   cgroups, /dev/shm, the binds (propagation rprivate/rslave/rshared, read-only or recursively
  *   read-only), masked and read-only paths, pivot_root, then no_new_privs, seccomp, the bounding
  *   set, groups, gid, uid, capabilities, working directory, environment, exec.
  *
@@ -20,7 +21,8 @@
  * container's cgroups (--join-cgroup) and every namespace of PID, its mount namespace included,
  * and applies the same security settings.
  * With --reaper it only holds a new PID namespace, as its init, reaping what is left to it.
- * With --subpath-bind it pins a volume's subPath for the node agent (subpath.c).
+ * With --subpath-bind it pins a volume's subPath for the node agent (subpath.c); with --dial it
+ * relays one port-forward connection in a pod's network namespace (dial.c).
  *
  * Every path inside the container is resolved inside its root (openat2 RESOLVE_IN_ROOT) and
  * mounted on through its file descriptor, so no link in an image can point a mount at the host.
@@ -81,6 +83,8 @@ static void reap_forever(void) {
 int main(int argc, char **argv) {
   /* A helper of the node agent's, not a container: a volume's subPath pinned safely. */
   if (argc > 1 && !strcmp(argv[1], "--subpath-bind")) return subpath_bind(argc, argv);
+  /* A port-forward connection of the node agent's, inside a pod's network namespace. */
+  if (argc > 1 && !strcmp(argv[1], "--dial")) return dial_relay(argc, argv);
   parse_args(argc, argv);
   int lastcap = last_cap();
   /* An exec joins the container's cgroups: its limits, its device filter, its accounting. */
@@ -93,9 +97,9 @@ int main(int argc, char **argv) {
   if (opt.device_cgroup) restrict_devices(opt.device_cgroup, opt.devices, opt.ndevices);
   if (opt.enter_pid >= 0) {
     /* Every namespace of the running container (the mount namespace is joined by the child). */
-    const char *kinds[] = {"ipc", "uts", "net", "pid"};
-    int types[] = {CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWNET, CLONE_NEWPID};
-    for (int i = 0; i < 4; i++) {
+    const char *kinds[] = {"ipc", "uts", "net", "pid", "cgroup"};
+    int types[] = {CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWCGROUP};
+    for (int i = 0; i < 5; i++) {
       char p[64];
       snprintf(p, sizeof p, "/proc/%d/ns/%s", opt.enter_pid, kinds[i]);
       join_ns(p, types[i], kinds[i]);

@@ -104,6 +104,57 @@ static void setup_dev(void) {
   mount_at("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
+/* The cgroup hierarchy's mount on the host: cgroup2 (one unified hierarchy) or v1's tmpfs of hierarchies. */
+static int host_cgroup2(void) {
+  struct statfs fs;
+  return statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/*
+ * /sys as runc gives it: a sysfs of its own (the devices of the pod's network namespace, not the
+ * host's), read-only, and under it the container's own cgroups only. cgroup v2: a cgroup2 mount
+ * made in the container's cgroup namespace (setup_rootfs made one), whose root is the container's
+ * cgroup. cgroup v1: a tmpfs holding the container's own cgroups (--cgroup-view), each bound
+ * read-only under its hierarchy's name (with links for co-mounted ones, cpu -> cpu,cpuacct); the
+ * runtime's cgroups the container shares with every other one are not shown.
+ */
+static void setup_sys(int cgroup2) {
+  const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
+  mount_at("sysfs", "/sys", "sysfs", flags, NULL);
+  if (cgroup2) {
+    mount_at("cgroup2", "/sys/fs/cgroup", "cgroup2", flags, NULL);
+    return;
+  }
+  if (opt.ncgroup_views == 0) return;
+  mount_at("tmpfs", "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k");
+  int top = open_in_root("/sys/fs/cgroup", O_DIRECTORY);
+  if (top < 0) fail("open /sys/fs/cgroup");
+  for (int i = 0; i < opt.ncgroup_views; i++) {
+    /* /sys/fs/cgroup/<hierarchy>/<the container's cgroup>, links resolved: the hierarchy's real name. */
+    char real[4096];
+    if (!realpath(opt.cgroup_views[i], real) || strncmp(real, "/sys/fs/cgroup/", 15)) fail("the cgroup %s", opt.cgroup_views[i]);
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(real + 15, "/"), real + 15);
+    if (!*name || mkdirat(top, name, 0755) < 0) {
+      if (errno == EEXIST) continue;
+      fail("make /sys/fs/cgroup/%s", name);
+    }
+    char dst[300];
+    snprintf(dst, sizeof dst, "/sys/fs/cgroup/%s", name);
+    bind_into(real, dst, 0);
+    make_readonly(dst, 0);
+    /* cpu,cpuacct: cpu and cpuacct link to it, as on the host. */
+    if (strchr(name, ',')) {
+      char parts[256];
+      snprintf(parts, sizeof parts, "%s", name);
+      for (char *save = NULL, *part = strtok_r(parts, ",", &save); part; part = strtok_r(NULL, ",", &save))
+        if (symlinkat(name, top, part) < 0 && errno != EEXIST) fail("link /sys/fs/cgroup/%s", part);
+    }
+  }
+  close(top);
+  make_readonly("/sys/fs/cgroup", 0);
+}
+
 /* A bind's mount point, made inside the root where the image lacks it: a directory, or an empty file. */
 static void make_mount_point(const char *src, const char *dst) {
   int fd = open_in_root(dst, 0);
@@ -169,6 +220,11 @@ static void setup_masked(void) {
 
 /* The container's mount namespace and root: what it sees, then pivot_root into it. */
 void setup_rootfs(void) {
+  /* Seen from the host, before the mount namespace changes. On cgroup v2 the container gets a
+   * cgroup namespace of its own, rooted at the cgroup it was started in (as containerd's default
+   * there): /proc/self/cgroup says 0::/ and the cgroup2 mount shows its own cgroup only. */
+  int cgroup2 = host_cgroup2();
+  if (cgroup2 && unshare(CLONE_NEWCGROUP) < 0) fail("unshare the cgroup namespace");
   if (unshare(CLONE_NEWNS) < 0) fail("unshare the mount namespace");
   /* Nothing the container mounts reaches the host, unless a bind asks for rshared (as runc). */
   unsigned long rootprop = opt.rootfs_prop == PROP_DEFAULT ? MS_SLAVE : prop_flags(opt.rootfs_prop);
@@ -187,8 +243,7 @@ void setup_rootfs(void) {
   if (opt.cwd) mkdir_in_root(opt.cwd);
   mount_at("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
   setup_dev();
-  bind_into("/sys", "/sys", 1);
-  make_readonly("/sys", 1);
+  setup_sys(cgroup2);
   setup_binds();
   setup_masked();
 

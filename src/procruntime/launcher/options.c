@@ -148,6 +148,7 @@ static const struct {
     {"--mask", opt.masked, &opt.nmasked, "masked paths"},
     {"--readonly", opt.readonly, &opt.nreadonly, "read-only paths"},
     {"--join-cgroup", opt.join_cgroups, &opt.njoin_cgroups, "cgroups"},
+    {"--cgroup-view", opt.cgroup_views, &opt.ncgroup_views, "cgroup views"},
     {"--device", opt.devices, &opt.ndevices, "device rules"},
 };
 

@@ -316,6 +316,50 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>, opts: Suit
         return res?.ok ? res.text() : undefined;
       });
       assert.equal(body, 'through-the-node');
+      if (rt.name === 'process' && !rt.place) {
+        // A dozen connections held open: each is one small relay of the launcher's in the pod's
+        // network namespace (a Node.js relay each took ~40 MB of the node's memory).
+        const net = await import('node:net');
+        const held = await Promise.all(Array.from({ length: 12 }, () => new Promise<import('node:net').Socket>((resolve, reject) => {
+          const s = net.connect({ host: '127.0.0.1', port: local }, () => resolve(s));
+          s.once('error', reject);
+        })));
+        try {
+          const relays = await eventually('12 relays', 20_000, async () => {
+            const found = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((pid) => {
+              try {
+                const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+                if (!argv.includes('--dial') || !argv.includes(String(port))) return [];
+                return [Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)];
+              } catch {
+                return [];
+              }
+            });
+            return found.length >= 12 ? found : undefined;
+          }, 250);
+          const totalKiB = relays.reduce((a, b) => a + b, 0);
+          assert.ok(totalKiB < 12 * 4096, `12 relays hold ${Math.round(totalKiB / 1024)} MiB`);
+        } finally {
+          for (const s of held) s.destroy();
+        }
+      }
+      // A port nothing listens on: the error kubectl shows is containerd's, on both runtimes.
+      const closed = port + 7;
+      const local2 = await freePort();
+      const pf2 = spawn(env.kubectl, ['--kubeconfig', env.kubeconfig, 'port-forward', `pod/${pod.metadata!.name}`, `${local2}:${closed}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      pf2.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
+      try {
+        await eventually('kubectl to say the port is closed', 20_000, async () => {
+          await fetch(`http://127.0.0.1:${local2}/`).catch(() => undefined);
+          return /failed to connect/.test(err) ? true : undefined;
+        }, 500);
+        if (rt.podNetwork) {
+          assert.match(err, new RegExp(`failed to connect to localhost:${closed} inside namespace "[0-9a-f]+", IPv4: dial tcp4 127\\.0\\.0\\.1:${closed}: connect: connection refused IPv6 dial tcp6 \\[::1\\]:${closed}: connect: \\S`));
+        }
+      } finally {
+        pf2.kill('SIGTERM');
+      }
     } finally {
       pf.kill('SIGTERM');
     }

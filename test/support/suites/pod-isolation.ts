@@ -112,6 +112,29 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
     assert.equal(exec(hp, 'c', 'readlink /proc/self/ns/ipc').out.trim(), ipc);
   });
 
+  test('/sys is the pod\'s, as runc mounts it: a read-only sysfs of the pod\'s network devices (not the node\'s), and under /sys/fs/cgroup the container\'s own cgroup, in the container and in exec', async () => {
+    const script = [
+      "grep ' /sys ' /proc/mounts | cut -d' ' -f3,4 | cut -d, -f1",
+      'ls /sys/class/net | sort | tr "\\n" " "; echo',
+      'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\\n" " "; echo',
+      'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes',
+      'touch /sys/fs/cgroup/x 2>/dev/null && echo writable || echo read-only',
+    ].join('; ');
+    const created = await createPod(node, 'sysfs', {
+      containers: [container('c', `${script} > /tmp/out; exec sleep 3600`, { resources: { limits: { memory: '64Mi' } } })],
+    });
+    const pod = await waitPod(created, 'running', 60_000, running);
+    const inContainer = exec(pod, 'c', 'cat /tmp/out').out;
+    const inExec = exec(pod, 'c', script).out;
+    for (const [who, out] of [['container', inContainer], ['exec', inExec]] as const) {
+      const [mount, sysNet, procNet, limit, rw] = out.trim().split('\n');
+      assert.equal(mount, 'sysfs ro', `${who}: /sys is a sysfs of its own, read-only`);
+      assert.equal(sysNet, procNet, `${who}: /sys/class/net lists the pod's network devices (${procNet}), not the node's (${sysNet})`);
+      assert.equal(limit, '67108864', `${who}: /sys/fs/cgroup shows the container's own memory limit`);
+      assert.equal(rw, 'read-only', `${who}: /sys/fs/cgroup`);
+    }
+  });
+
   test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {
     const probe = 'keyctl-probe; unshare -U true && echo userns-allowed || echo userns-refused; grep "^Seccomp:" /proc/self/status; sleep 3600';
     const profileDir = join(env.clusterDir, 'test-agents', node, 'seccomp');

@@ -107,6 +107,23 @@ if (flags.hostile) {
     }, config: idThenSleep },
     // 2^32: uid 0 once cut to 32 bits.
     { name: 'nodelet.test/hostile-uid', tag: '1', rootfs: (dir) => busybox(dir, 'hostile uid'), config: { ...idThenSleep, User: '4294967296' } },
+    // Device nodes shipped in a layer, open to all: the node's first disk and its memory.
+    { name: 'nodelet.test/hostile-devices', tag: '1', rootfs: (dir) => busybox(dir, 'hostile devices'), moreLayers: () => [tarOf([
+      { name: 'disk', type: 'block', mode: 0o666, major: 8, minor: 0 },
+      { name: 'mem', type: 'char', mode: 0o666, major: 1, minor: 1 },
+    ])], config: { Cmd: ['sh', '-c', 'for d in /disk /mem; do head -c 16 $d >/dev/null 2>/tmp/err && echo "$d: read" || echo "$d: $(cat /tmp/err)"; done; exec sleep 36000'] } },
+    // Layers over links an earlier layer left: an opaque whiteout, a whiteout and a file, each
+    // through a link to the node's /etc (a lab node's own, disposable).
+    { name: 'nodelet.test/hostile-whiteout', tag: '1', rootfs: (dir) => {
+      busybox(dir, 'hostile whiteout');
+      symlinkSync('/etc', join(dir, 'e'));
+      symlinkSync('/etc', join(dir, 'w'));
+      symlinkSync('/etc/nodelet-attack-target', join(dir, 'g'));
+    }, moreLayers: () => [tarOf([
+      { name: 'e/.wh..wh..opq', type: 'file' },
+      { name: 'w/.wh.hostname', type: 'file' },
+      { name: 'g', type: 'file', content: 'written by an image layer\n' },
+    ])], config: { Cmd: ['sh', '-c', 'ls -la /e /w /g 2>&1 | head -5; exec sleep 36000'] } },
   );
 }
 
@@ -252,6 +269,39 @@ function writeBlob(layout, buf) {
   return { digest: `sha256:${digest}`, size: buf.length };
 }
 
+// A layer written entry by entry (ustar), for what cannot be made on this machine's disk: device
+// nodes (never made here; a lab node unpacks them) and entries a layer lays over an earlier one's.
+// Entries: {name, type: 'file'|'dir'|'symlink'|'block'|'char', mode, content, link, major, minor}.
+function tarOf(entries) {
+  const blocks = [];
+  for (const e of entries) {
+    const h = Buffer.alloc(512);
+    const content = Buffer.from(e.content ?? '');
+    const put = (off, len, str) => h.write(str, off, len, 'utf8');
+    const octal = (off, len, n) => put(off, len, n.toString(8).padStart(len - 1, '0'));
+    put(0, 100, e.name);
+    octal(100, 8, e.mode ?? (e.type === 'dir' ? 0o755 : 0o644));
+    octal(108, 8, 0);
+    octal(116, 8, 0);
+    octal(124, 12, e.type === 'file' ? content.length : 0);
+    octal(136, 12, 0);
+    h.fill(' ', 148, 156);
+    put(156, 1, { file: '0', symlink: '2', char: '3', block: '4', dir: '5' }[e.type]);
+    if (e.link) put(157, 100, e.link);
+    put(257, 6, 'ustar\0');
+    put(263, 2, '00');
+    octal(329, 8, e.major ?? 0);
+    octal(337, 8, e.minor ?? 0);
+    let sum = 0;
+    for (const b of h) sum += b;
+    put(148, 7, `${sum.toString(8).padStart(6, '0')}\0`);
+    blocks.push(h);
+    if (e.type === 'file' && content.length) blocks.push(content, Buffer.alloc((512 - (content.length % 512)) % 512));
+  }
+  blocks.push(Buffer.alloc(1024));
+  return Buffer.concat(blocks);
+}
+
 function tarDir(dir, file) {
   execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '--format=posix',
     '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime', '-cf', file, '-C', dir, '.']);
@@ -270,21 +320,20 @@ for (const img of images.filter((i) => pauseBin !== '-' || !(i.needsPause || i.n
 
     const layout = join(work, 'layout');
     mkdirSync(join(layout, 'blobs/sha256'), { recursive: true });
-    const layerBuf = readFileSync(layerTar);
-    const layer = writeBlob(layout, layerBuf);
+    const layers = [readFileSync(layerTar), ...(img.moreLayers?.() ?? [])].map((buf) => writeBlob(layout, buf));
     const config = writeBlob(layout, Buffer.from(JSON.stringify({
       architecture: 'amd64',
       os: 'linux',
       created: '1970-01-01T00:00:00Z',
       config: { Env: [PATH], WorkingDir: '/', ...img.config },
-      rootfs: { type: 'layers', diff_ids: [layer.digest] },
+      rootfs: { type: 'layers', diff_ids: layers.map((l) => l.digest) },
       history: [{ created: '1970-01-01T00:00:00Z', created_by: 'nodelet test/env/images/build-images.mjs' }],
     })));
     const manifest = writeBlob(layout, Buffer.from(JSON.stringify({
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.manifest.v1+json',
       config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config },
-      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
+      layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...l })),
     })));
     const ref = `${img.name}:${img.tag}`;
     const names = [ref, ...(img.alsoNamed ?? [])];

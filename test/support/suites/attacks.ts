@@ -19,6 +19,8 @@ const CANARY = '/var/lib/nodelet-attacks/canary';
 // The hostile images the lab's nodes hold (test/env/images/build-images.mjs --hostile).
 const HOSTILE_PASSWD = 'nodelet.test/hostile-passwd:1';
 const HOSTILE_UID = 'nodelet.test/hostile-uid:1';
+const HOSTILE_DEVICES = 'nodelet.test/hostile-devices:1';
+const HOSTILE_WHITEOUT = 'nodelet.test/hostile-whiteout:1';
 
 export function attackSuite(lab: LabNode, makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions = {}): void {
   const test = casesOf(opts);
@@ -122,6 +124,43 @@ export function attackSuite(lab: LabNode, makeRuntime: () => Promise<TestRuntime
     });
     if (rt.name === 'process') assert.match(waiting.message ?? '', /uids and gids must be in range 0-2147483647/);
     else assert.ok(waiting.message, 'containerd says why');
+    await nodeUnchanged();
+  });
+
+  test('hostile images: a layer shipping the node\'s disk and memory as 0666 device nodes: opening them is refused by the device cgroup', async () => {
+    const pod = await createPod(node, 'image-devices', { containers: [{ name: 'c', image: HOSTILE_DEVICES }] });
+    await waitPod(pod, 'running', 120_000, running);
+    const logs = await eventually('the image\'s attack to finish', 60_000, async () => {
+      const l = kubectl(['logs', '-n', NS, pod.metadata!.name!]).out;
+      return l.includes('/mem:') ? l : undefined;
+    });
+    assert.doesNotMatch(logs, /: read$/m, `a device node of the image was read:\n${logs}`);
+    assert.equal((logs.match(/Operation not permitted/g) ?? []).length, 2, logs);
+    await nodeUnchanged();
+  });
+
+  test('hostile images: whiteouts and a file laid over links an earlier layer left to the node\'s /etc change the image only', async () => {
+    const etc = await sh('ls -A /etc | sort | sha256sum; test -s /etc/hostname && echo hostname-kept; test -e /etc/nodelet-attack-target && echo target-written || echo no-target');
+    assert.match(etc, /hostname-kept/);
+    assert.match(etc, /no-target/, 'a layer wrote a file of the node');
+    const pod = await createPod(node, 'image-whiteout', { containers: [{ name: 'c', image: HOSTILE_WHITEOUT }] });
+    await waitPod(pod, 'running', 120_000, running);
+    // (The layers were applied when the image was unpacked, before or for this pod.)
+    assert.equal(await sh('ls -A /etc | sort | sha256sum; test -s /etc/hostname && echo hostname-kept; test -e /etc/nodelet-attack-target && echo target-written || echo no-target'), etc, "the node's /etc is unchanged");
+    await nodeUnchanged();
+  });
+
+  test('an exec probe that prints 50 MB: the agent reads a bounded part (10 KiB in the event), lives, and the pod restarts as the kubelet restarts it', async () => {
+    const pod = await createPod(node, 'probe-flood', {
+      containers: [container('c', 'sleep 36000', { livenessProbe: { exec: { command: ['sh', '-c', 'head -c 50000000 /dev/zero | tr "\\0" x; exit 1'] }, periodSeconds: 10, timeoutSeconds: 30, failureThreshold: 1 } })],
+    });
+    await waitPod(pod, 'running', 120_000, running);
+    const events = await eventually('the probe\'s Unhealthy event', 120_000, async () => {
+      const list = await core.listNamespacedEvent({ namespace: NS, fieldSelector: `involvedObject.name=${pod.metadata!.name!}` });
+      return list.items.find((e) => e.reason === 'Unhealthy');
+    }, 2000);
+    assert.ok((events.message ?? '').length <= 10 * 1024 + 100, `the event holds ${events.message?.length} characters`);
+    assert.match(events.message ?? '', /^Liveness probe failed: x+/);
     await nodeUnchanged();
   });
 

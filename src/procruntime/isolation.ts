@@ -217,7 +217,7 @@ function namespaceArgs(s: LaunchSpec): string[] {
 
 /** The launcher's view of the container: its root, its binds with their propagation, masked and read-only paths. */
 function viewArgs(s: LaunchSpec): string[] {
-  const args = ['--rootfs', s.rootfs, ...(s.readonlyRootfs ? ['--rootfs-ro'] : [])];
+  const args = ['--rootfs', s.rootfs, ...(s.readonlyRootfs ? ['--rootfs-ro'] : []), ...(s.capabilities?.privileged ? ['--sys-rw'] : [])];
   // As containerd: one bidirectional mount makes the root rshared, one host-to-container rslave.
   const props = new Set(s.mounts.map((m) => m.propagation));
   if (props.has('shared')) args.push('--rootfs-propagation', 'shared');

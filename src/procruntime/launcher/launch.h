@@ -53,6 +53,8 @@ struct options {
   int reaper;
   const char *rootfs;
   int rootfs_ro;
+  /* A privileged container's /sys and cgroups are writable, as containerd makes them. */
+  int sys_rw;
   enum prop rootfs_prop;
   const char *shm;
   struct bind binds[MAX_ITEMS];

@@ -112,14 +112,15 @@ static int host_cgroup2(void) {
 
 /*
  * /sys as runc gives it: a sysfs of its own (the devices of the pod's network namespace, not the
- * host's), read-only, and under it the container's own cgroups only. cgroup v2: a cgroup2 mount
+ * host's), read-only (writable for a privileged container, as containerd's), and under it the
+ * container's own cgroups only. cgroup v2: a cgroup2 mount
  * made in the container's cgroup namespace (setup_rootfs made one), whose root is the container's
  * cgroup. cgroup v1: a tmpfs holding the container's own cgroups (--cgroup-view), each bound
  * read-only under its hierarchy's name (with links for co-mounted ones, cpu -> cpu,cpuacct); the
  * runtime's cgroups the container shares with every other one are not shown.
  */
 static void setup_sys(int cgroup2) {
-  const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
+  const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (opt.sys_rw ? 0 : MS_RDONLY);
   mount_at("sysfs", "/sys", "sysfs", flags, NULL);
   if (cgroup2) {
     mount_at("cgroup2", "/sys/fs/cgroup", "cgroup2", flags, NULL);
@@ -142,7 +143,7 @@ static void setup_sys(int cgroup2) {
     char dst[300];
     snprintf(dst, sizeof dst, "/sys/fs/cgroup/%s", name);
     bind_into(real, dst, 0);
-    make_readonly(dst, 0);
+    if (!opt.sys_rw) make_readonly(dst, 0);
     /* cpu,cpuacct: cpu and cpuacct link to it, as on the host. */
     if (strchr(name, ',')) {
       char parts[256];
@@ -152,7 +153,7 @@ static void setup_sys(int cgroup2) {
     }
   }
   close(top);
-  make_readonly("/sys/fs/cgroup", 0);
+  make_readonly("/sys/fs/cgroup", 0);  /* the tmpfs only: the cgroups bound on it keep their mode */
 }
 
 /* A bind's mount point, made inside the root where the image lacks it: a directory, or an empty file. */

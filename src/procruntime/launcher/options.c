@@ -137,6 +137,7 @@ static const struct {
 } switches[] = {
     {"--unshare-pid", &opt.unshare_pid}, {"--unshare-ipc", &opt.unshare_ipc}, {"--unshare-uts", &opt.unshare_uts},
     {"--reaper", &opt.reaper},           {"--rootfs-ro", &opt.rootfs_ro},     {"--nnp", &opt.nnp},
+    {"--sys-rw", &opt.sys_rw},
 };
 /* The options that may be given again and again, each adding one value to a list. */
 static const struct {

@@ -133,6 +133,10 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
       assert.equal(limit, '67108864', `${who}: /sys/fs/cgroup shows the container's own memory limit`);
       assert.equal(rw, 'read-only', `${who}: /sys/fs/cgroup`);
     }
+    // A privileged container's /sys is writable, as containerd makes it.
+    const priv = await createPod(node, 'sysfs-privileged', { containers: [container('c', 'exec sleep 3600', { securityContext: { privileged: true } })] });
+    const pp = await waitPod(priv, 'running', 60_000, running);
+    assert.equal(exec(pp, 'c', "grep ' /sys ' /proc/mounts | cut -d' ' -f3,4 | cut -d, -f1").out.trim(), 'sysfs rw');
   });
 
   test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {

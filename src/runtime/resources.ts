@@ -27,25 +27,46 @@ function quantity(map: Record<string, string> | undefined, key: string): string 
 
 export type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
-/** The pod's QoS class by the API's rules (requests and limits of cpu and memory over all containers). */
+/**
+ * The pod's QoS class: the API's (status.qosClass is set at creation and immutable, so a status
+ * sent with another would be refused for ever), else computed as the API server computes it.
+ */
 export function podQOSClass(pod: V1Pod): QOSClass {
-  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
-  let anySet = false;
-  let guaranteed = true;
-  for (const c of all) {
-    const req = c.resources?.requests as Record<string, string> | undefined;
-    const lim = c.resources?.limits as Record<string, string> | undefined;
-    for (const r of ['cpu', 'memory']) {
-      const rq = quantity(req, r);
-      const lm = quantity(lim, r);
-      if (rq !== undefined || lm !== undefined) anySet = true;
-      // A request defaults to the limit when only the limit is set.
-      if (lm === undefined) guaranteed = false;
-      else if (rq !== undefined && parseQuantity(rq) !== parseQuantity(lm)) guaranteed = false;
-    }
+  const stored = pod.status?.qosClass;
+  return stored === 'Guaranteed' || stored === 'Burstable' || stored === 'BestEffort' ? stored : computePodQOS(pod);
+}
+
+type Requirements = { requests?: Record<string, string>; limits?: Record<string, string> };
+
+/** One resource's shape: equal and non-zero Guaranteed, both zero BestEffort, else Burstable. */
+function resourceQOS(r: Requirements, name: 'cpu' | 'memory'): QOSClass {
+  // The API server defaults a request to its limit; a pod read from a file may not have been defaulted.
+  const limit = r.limits?.[name];
+  const request = r.requests?.[name] ?? limit;
+  const [rq, lm] = [request === undefined ? 0 : parseQuantity(request), limit === undefined ? 0 : parseQuantity(limit)];
+  if (rq !== lm) return 'Burstable';
+  return rq === 0 ? 'BestEffort' : 'Guaranteed';
+}
+
+/** The class of one set of requirements (a container's, or the pod-level ones). */
+function requirementsQOS(r: Requirements): QOSClass {
+  if (!Object.keys(r.requests ?? {}).length && !Object.keys(r.limits ?? {}).length) return 'BestEffort';
+  const [cpu, memory] = [resourceQOS(r, 'cpu'), resourceQOS(r, 'memory')];
+  return cpu === memory ? cpu : 'Burstable';
+}
+
+/** The API server's computation: pod-level cpu or memory when set, else every container's (init ones too) alike. */
+export function computePodQOS(pod: V1Pod): QOSClass {
+  const podLevel = pod.spec?.resources as Requirements | undefined;
+  const set = (m?: Record<string, string>) => m?.cpu !== undefined || m?.memory !== undefined;
+  if (podLevel && (set(podLevel.requests) || set(podLevel.limits))) return requirementsQOS(podLevel);
+  let qos: QOSClass | undefined;
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    const q = requirementsQOS((c.resources ?? {}) as Requirements);
+    if (q === 'Burstable' || (qos !== undefined && qos !== q)) return 'Burstable';
+    qos = q;
   }
-  if (!anySet) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
+  return qos ?? 'BestEffort';
 }
 
 /** The kubelet's OOM score adjustment by QoS class. */

@@ -80,6 +80,16 @@ test('a pod with two containers runs: Running, both ready, a pod IP, real contai
   }
 });
 
+test('a request of "0" and pod-level resources: each pod becomes Ready with the qosClass the API server gave it', async () => {
+  const zero = await createPod(node, 'qos-zero', { containers: [container('a', loop, { resources: { requests: { cpu: '0' } } })] });
+  const podLevel = await createPod(node, 'qos-podlevel', { resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } }, containers: [container('a', loop)] } as never);
+  for (const [created, qos] of [[zero, 'BestEffort'], [podLevel, 'Guaranteed']] as const) {
+    const pod = await waitPod(created, 'Running and Ready', 30_000, running);
+    assert.equal(pod.status!.qosClass, qos, pod.metadata!.name);
+    assert.equal(pod.status!.conditions!.find((c) => c.type === 'Ready')?.status, 'True');
+  }
+});
+
 test('a crash-looping container: restarts grow, CrashLoopBackOff between them, back-off 10 s then 20 s', async () => {
   // As the kubelet: the first restart is immediate, then the back-off starts at 10 s and doubles.
   const created = await createPod(node, 'crash', { containers: [container('c', 'echo bye; exit 1')] });

@@ -96,6 +96,16 @@ test('quantities, shares, quota and QoS classes', () => {
   assert.equal(podQOSClass(pod({ limits: { cpu: '1', memory: '1Gi' } })), 'Guaranteed');
   assert.equal(podQOSClass(pod({ requests: { cpu: '1000m', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } })), 'Guaranteed');
   assert.equal(podQOSClass(pod({ requests: { cpu: '500m' } })), 'Burstable');
+  // A request of "0" is no request: equal and zero is BestEffort's shape, as the API server's.
+  assert.equal(podQOSClass(pod({ requests: { cpu: '0' } })), 'BestEffort');
+  assert.equal(podQOSClass(pod({ requests: { cpu: '0', memory: '0' }, limits: { cpu: '0' } })), 'BestEffort');
+  // Guaranteed in one container and BestEffort in another: Burstable.
+  assert.equal(podQOSClass({ spec: { containers: [{ name: 'a', resources: { limits: { cpu: '1', memory: '1Gi' } } }, { name: 'b' }] } }), 'Burstable');
+  // Pod-level resources decide when they name cpu or memory.
+  assert.equal(podQOSClass({ spec: { resources: { limits: { cpu: '1', memory: '1Gi' } }, containers: [{ name: 'a', resources: { requests: { cpu: '100m' } } }] } } as V1Pod), 'Guaranteed');
+  assert.equal(podQOSClass({ spec: { resources: { requests: { memory: '1Gi' } }, containers: [{ name: 'a' }] } } as V1Pod), 'Burstable');
+  // The API's value is the pod's, whatever the spec now says (status.qosClass is immutable).
+  assert.equal(podQOSClass({ ...pod({ requests: { cpu: '500m' } }), status: { qosClass: 'BestEffort' } }), 'BestEffort');
 });
 
 test('pull policy defaults and image name checks', () => {

@@ -1,5 +1,6 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
+import { applyOwnOomScoreAdj } from '../util/oom-score.js';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ApiEventRecorder } from '../kube/events.js';
@@ -228,6 +229,11 @@ export class Agent implements PodSyncer {
    */
   async start(): Promise<void> {
     const opts = this.config;
+    try {
+      applyOwnOomScoreAdj(opts.oomScoreAdj);
+    } catch (err) {
+      this.logger.warn('the agent\'s OOM score adjustment was not set', { oomScoreAdj: opts.oomScoreAdj, error: (err as Error).message });
+    }
     // As the kubelet: nothing talks to the API server before the node has its identity.
     if (!(await this.identity.start())) return;
     let endpoint = opts.runtimeEndpoint;

@@ -12,6 +12,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'bootstrap-kubeconfig': ['bootstrapKubeconfig', 'string', "kubeconfig whose credentials ask for the node's client certificate (TLS bootstrapping)"],
   'bootstrap-in-cluster': ['bootstrapInCluster', 'bool', "TLS bootstrapping with the pod's service account as the bootstrap credentials"],
   'rotate-certificates': ['rotateCertificates', 'bool', 'renew the client certificate at 70-90% of its life (default false)'],
+  'oom-score-adj': ['oomScoreAdj', 'int', "the agent's own OOM score adjustment, -1000..1000 (default -999)"],
   'runtime-endpoint': ['runtimeEndpoint', 'string', 'CRI endpoint, unix:///path/to/socket'],
   'pod-log-root': ['podLogRoot', 'string', 'root of container logs (default /var/log/pods)'],
   'container-log-max-size': ['containerLogMaxSize', 'string', 'a container log is rotated at this size (default 10Mi)'],

@@ -60,6 +60,8 @@ export interface NodeletConfig {
   bootstrapInCluster: boolean;
   /** Renew the client certificate at 70-90% of its life, with the node's own identity (the kubelet's rotateCertificates). */
   rotateCertificates: boolean;
+  /** The agent's own OOM score adjustment (the kubelet's oomScoreAdj, -999: the kernel kills it after any pod). */
+  oomScoreAdj: number;
   runtimeEndpoint: string;
   podLogRoot: string;
   /** Container log rotation (the kubelet's containerLogMaxSize, containerLogMaxFiles, containerLogMonitorInterval). */
@@ -158,6 +160,7 @@ export function defaultConfig(): NodeletConfig {
     bootstrapKubeconfig: '',
     bootstrapInCluster: false,
     rotateCertificates: false,
+    oomScoreAdj: -999,
     runtimeEndpoint: 'unix:///run/containerd/containerd.sock',
     podLogRoot: '/var/log/pods',
     containerLogMaxSizeBytes: 10 * 1024 * 1024,
@@ -260,6 +263,7 @@ const fields: Record<string, FieldSpec> = {
   bootstrapKubeconfig: { kind: 'string' },
   bootstrapInCluster: { kind: 'bool' },
   rotateCertificates: { kind: 'bool' },
+  oomScoreAdj: { kind: 'int', min: -1000, max: 1000 },
   runtimeEndpoint: { kind: 'endpoint' },
   podLogRoot: { kind: 'string' },
   containerLogMaxSize: { kind: 'quantity', prop: 'containerLogMaxSizeBytes', min: 1 },

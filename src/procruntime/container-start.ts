@@ -100,8 +100,15 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
       namespaces: input.namespaces,
       seccomp: existsSync(join(dir, SECCOMP_PROGRAM)) ? join(dir, SECCOMP_PROGRAM) : undefined,
       noNewPrivs: sc?.no_new_privs === true,
+      oomScoreAdj: oomScoreAdjOf(c.config.linux?.resources?.oom_score_adj),
     },
   };
+}
+
+/** CRI's oom_score_adj (an int64, as a string or a number on the wire); none when unset or out of the kernel's range. */
+export function oomScoreAdjOf(v: unknown): number | undefined {
+  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
+  return Number.isInteger(n) && n >= -1000 && n <= 1000 ? n : undefined;
 }
 
 /** Writes the container's environment for the launcher (0600, NUL-separated); returns its path. */

@@ -92,6 +92,8 @@ export interface LaunchSpec {
   seccomp?: string;
   /** no_new_privs (the container's allowPrivilegeEscalation: false). */
   noNewPrivs?: boolean;
+  /** The kernel's OOM score adjustment of the container's processes (exec'd ones too), as runc's oomScoreAdj. */
+  oomScoreAdj?: number;
   /** `env` as NUL-separated entries in a file only root reads (the launcher's --env-file). */
   envFile?: string;
   /** cgroup v2: the container's cgroup and the devices the launcher's filter there allows (v1 writes its rules itself). */
@@ -198,6 +200,7 @@ function securityArgs(s: LaunchSpec): string[] {
     '--gid', String(u.gid),
     ...(u.groups.length > 0 ? ['--groups', u.groups.join(',')] : []),
     ...(s.noNewPrivs ? ['--nnp'] : []),
+    ...(s.oomScoreAdj !== undefined ? ['--oom-score-adj', String(s.oomScoreAdj)] : []),
     ...(s.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--cwd', s.cwd,
     // From a root-only file where there is one: a command line is anyone's to read.

@@ -55,6 +55,8 @@ struct options {
   int rootfs_ro;
   /* A privileged container's /sys and cgroups are writable, as containerd makes them. */
   int sys_rw;
+  /* Written to /proc/self/oom_score_adj before the command runs (while the capability to lower it is held). */
+  const char *oom_score_adj;
   enum prop rootfs_prop;
   const char *shm;
   struct bind binds[MAX_ITEMS];

@@ -129,7 +129,7 @@ static const struct {
 } values[] = {
     {"--join-net", &opt.join_net}, {"--join-ipc", &opt.join_ipc}, {"--join-uts", &opt.join_uts}, {"--join-pid", &opt.join_pid},
     {"--hostname", &opt.hostname}, {"--rootfs", &opt.rootfs},     {"--shm", &opt.shm},           {"--cwd", &opt.cwd},
-    {"--device-cgroup", &opt.device_cgroup},
+    {"--device-cgroup", &opt.device_cgroup}, {"--oom-score-adj", &opt.oom_score_adj},
 };
 static const struct {
   const char *name;

@@ -139,6 +139,26 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
     assert.equal(exec(pp, 'c', "grep ' /sys ' /proc/mounts | cut -d' ' -f3,4 | cut -d, -f1").out.trim(), 'sysfs rw');
   });
 
+  test('OOM scores as the kubelet\'s: Guaranteed -997, BestEffort 1000, Burstable between, in the container and in exec; the agent itself -999', async () => {
+    const show = 'cat /proc/self/oom_score_adj > /tmp/adj; exec sleep 3600';
+    const pods = {
+      Guaranteed: await createPod(node, 'oom-guaranteed', { containers: [container('c', show, { resources: { limits: { cpu: '100m', memory: '64Mi' } } })] }),
+      BestEffort: await createPod(node, 'oom-besteffort', { containers: [container('c', show)] }),
+      Burstable: await createPod(node, 'oom-burstable', { containers: [container('c', show, { resources: { requests: { memory: '64Mi' } } })] }),
+    };
+    for (const [qos, created] of Object.entries(pods)) {
+      const pod = await waitPod(created, 'running', 60_000, running);
+      assert.equal(pod.status!.qosClass, qos);
+      for (const [who, out] of [['container', exec(pod, 'c', 'cat /tmp/adj').out], ['exec', exec(pod, 'c', 'cat /proc/self/oom_score_adj').out]] as const) {
+        const adj = Number(out.trim());
+        if (qos === 'Guaranteed') assert.equal(adj, -997, `${qos} ${who}`);
+        else if (qos === 'BestEffort') assert.equal(adj, 1000, `${qos} ${who}`);
+        else assert.ok(adj >= 3 && adj <= 999, `${qos} ${who}: ${out}`);
+      }
+    }
+    if (!rt.place) assert.equal(readFileSync(`/proc/${agent.process.pid}/oom_score_adj`, 'utf8').trim(), '-999', 'the agent');
+  });
+
   test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {
     const probe = 'keyctl-probe; unshare -U true && echo userns-allowed || echo userns-refused; grep "^Seccomp:" /proc/self/status; sleep 3600';
     const profileDir = join(env.clusterDir, 'test-agents', node, 'seccomp');

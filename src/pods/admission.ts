@@ -9,20 +9,40 @@ import type { SysctlAllowlist } from './sysctls.js';
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
 
-/** A pod's effective request: the larger of the sum of its containers and its largest init container. */
+/** A pod's effective cpu and memory requests (podRequest). */
 export function podRequests(pod: V1Pod): { milliCPU: number; memory: number } {
-  const req = (c: V1Container, r: 'cpu' | 'memory') => {
+  return { milliCPU: podRequest(pod, 'cpu'), memory: podRequest(pod, 'memory') };
+}
+
+/**
+ * One resource's request of a pod, as the kubelet's resource helpers (PodRequests) count it: the
+ * regular containers and the sidecars (restartable init containers) together; each other init
+ * container with the sidecars started before it; the larger of the two; pod-level requests in
+ * place of the containers' when set; overhead on top.
+ */
+function podRequest(pod: V1Pod, r: 'cpu' | 'memory'): number {
+  const parse = (q: string) => (r === 'cpu' ? milliCPU(q) : bytes(q));
+  const req = (c: V1Container) => {
     const q = (c.resources?.requests as Record<string, string> | undefined)?.[r] ?? (c.resources?.limits as Record<string, string> | undefined)?.[r];
-    if (q === undefined) return 0;
-    return r === 'cpu' ? milliCPU(q) : bytes(q);
+    return q === undefined ? 0 : parse(q);
   };
-  const sum = (r: 'cpu' | 'memory') => (pod.spec?.containers ?? []).reduce((n, c) => n + req(c, r), 0);
-  const maxInit = (r: 'cpu' | 'memory') => Math.max(0, ...(pod.spec?.initContainers ?? []).map((c) => req(c, r)));
-  const overhead = (pod.spec?.overhead ?? {}) as Record<string, string>;
-  return {
-    milliCPU: Math.max(sum('cpu'), maxInit('cpu')) + (overhead.cpu ? milliCPU(overhead.cpu) : 0),
-    memory: Math.max(sum('memory'), maxInit('memory')) + (overhead.memory ? bytes(overhead.memory) : 0),
-  };
+  let total = (pod.spec?.containers ?? []).reduce((n, c) => n + req(c), 0);
+  let sidecars = 0;
+  let init = 0;
+  for (const c of pod.spec?.initContainers ?? []) {
+    if (c.restartPolicy === 'Always') {
+      total += req(c);
+      sidecars += req(c);
+      init = Math.max(init, sidecars);
+    } else {
+      init = Math.max(init, req(c) + sidecars);
+    }
+  }
+  total = Math.max(total, init);
+  const podLevel = (pod.spec as { resources?: { requests?: Record<string, string> } } | undefined)?.resources?.requests?.[r];
+  if (podLevel !== undefined) total = parse(podLevel);
+  const overhead = (pod.spec?.overhead as Record<string, string> | undefined)?.[r];
+  return total + (overhead ? parse(overhead) : 0);
 }
 
 function requirementMatches(req: V1NodeSelectorRequirement, labels: Record<string, string>): boolean {

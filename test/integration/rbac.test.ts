@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgent, uniqueNodeName, type RunningAgent } from '../support/agent.js';
+import { jsonLines, startAgent, uniqueNodeName, type RunningAgent } from '../support/agent.js';
 import { clusterEnv, eventually, projectRoot } from '../support/cluster.js';
 import { container, core, createPod, podEvents, podGone, running, waitPod } from '../support/kube.js';
 import { processRuntimeAgentConfig, resetProcessRuntime } from '../support/runtimes.js';
@@ -79,23 +79,7 @@ before(() => {
   kubectl('apply', '-f', join(tmp, 'approver.yaml'));
   const token = kubectl('create', 'token', 'nodelet-csr-approver', '-n', 'kube-system', '--duration', '1h').trim();
   const child = spawn(process.execPath, [join(projectRoot, 'dist/src/cli/main.js'), 'approve-csrs', '--kubeconfig', kubeconfigWithToken(token, 'approver'), '--log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: Array<Record<string, unknown>> = [];
-  let buf = '';
-  const onData = (chunk: Buffer) => {
-    buf += chunk.toString('utf8');
-    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ message: line });
-      }
-    }
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  approver = { child, lines };
+  approver = { child, lines: jsonLines(child) };
 });
 after(async () => {
   for (const { agent, root } of started) {

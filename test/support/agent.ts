@@ -38,6 +38,28 @@ export interface RunningAgent {
   kill(): Promise<void>;
 }
 
+/** A child's stdout and stderr as the JSON lines it writes (a line that is not JSON: its text as the message). */
+export function jsonLines(child: { stdout: NodeJS.ReadableStream | null; stderr: NodeJS.ReadableStream | null }, tee: (chunk: Buffer) => void = () => undefined): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  let buf = '';
+  const onData = (chunk: Buffer) => {
+    tee(chunk);
+    buf += chunk.toString('utf8');
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ message: line });
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return lines;
+}
+
 export function uniqueNodeName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`;
 }
@@ -79,24 +101,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
   ];
   const child = place ? place.spawn(argv) : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   const unforward = place ? await place.forwardPort(localPort) : () => undefined;
-  const lines: Array<Record<string, unknown>> = [];
-  let buf = '';
-  const onData = (chunk: Buffer) => {
-    out.write(chunk);
-    buf += chunk.toString('utf8');
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ message: line });
-      }
-    }
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  const lines = jsonLines(child, (chunk) => out.write(chunk));
   let dead = false;
   let how = '';
   const exited = new Promise<number | null>((resolve) =>

@@ -86,13 +86,8 @@ export function figureGaps(agent: LabAgent): Partial<Record<keyof Figures, strin
   };
   switch (agent) {
     case 'nodelet-containerd':
-      return bothRuntimes;
     case 'nodelet-process':
-      return {
-        ...bothRuntimes,
-        oom_score_adj: "issue #35: the process runtime does not set the QoS class's OOM score",
-        'exec cgroup': "issue #35: the process runtime's exec sessions run in the agent's cgroup, not the container's",
-      };
+      return bothRuntimes;
     case 'kubelet':
       return {};
   }

@@ -124,7 +124,8 @@ test('the ServiceAccount may ask for certificates and nothing a node does; the a
     spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, 'auth', 'can-i', verb, resource, '--as', as, ...extra], { encoding: 'utf8' }).stdout.trim();
   assert.equal(can(SA, 'create', 'certificatesigningrequests.certificates.k8s.io'), 'yes');
   assert.equal(can(SA, 'watch', 'certificatesigningrequests.certificates.k8s.io'), 'yes');
-  assert.equal(can(SA, 'create', 'certificatesigningrequests.certificates.k8s.io/nodeclient'), 'no');
+  // (TYPE/NAME would name a CSR called nodeclient: the subresource is asked for as such.)
+  assert.equal(can(SA, 'create', 'certificatesigningrequests.certificates.k8s.io', '--subresource', 'nodeclient'), 'no');
   for (const [verb, resource] of [
     ['get', 'nodes'],
     ['patch', 'nodes/status'],
@@ -137,18 +138,19 @@ test('the ServiceAccount may ask for certificates and nothing a node does; the a
     assert.equal(can(SA, verb, resource, '-A'), 'no', `${verb} ${resource}`);
   }
   const approverSA = 'system:serviceaccount:kube-system:nodelet-csr-approver';
-  assert.equal(can(approverSA, 'update', 'certificatesigningrequests.certificates.k8s.io/approval'), 'yes');
+  assert.equal(can(approverSA, 'update', 'certificatesigningrequests.certificates.k8s.io', '--subresource', 'approval'), 'yes');
   assert.equal(can(approverSA, 'get', 'nodes'), 'yes');
   for (const [verb, resource] of [
     ['create', 'certificatesigningrequests.certificates.k8s.io'],
     ['delete', 'certificatesigningrequests.certificates.k8s.io'],
-    ['update', 'certificatesigningrequests.certificates.k8s.io/status'],
+    ['update', 'certificatesigningrequests.certificates.k8s.io'],
     ['list', 'nodes'],
     ['get', 'secrets'],
     ['list', 'pods'],
   ] as const) {
     assert.equal(can(approverSA, verb, resource, '-A'), 'no', `approver: ${verb} ${resource}`);
   }
+  assert.equal(can(approverSA, 'update', 'certificatesigningrequests.certificates.k8s.io', '--subresource', 'status'), 'no', 'approver: update CSR status (issue certificates)');
 });
 
 test('bootstrapping with the token of a nodelet pod on its host: approved by nodelet-csr-approver for its own node; nodelet drives a pod\'s whole life as system:node:<name>, and nothing is forbidden', async () => {

@@ -232,7 +232,7 @@ export class Agent implements PodSyncer {
     try {
       applyOwnOomScoreAdj(opts.oomScoreAdj);
     } catch (err) {
-      this.logger.warn('the agent\'s OOM score adjustment was not set', { oomScoreAdj: opts.oomScoreAdj, error: (err as Error).message });
+      this.logger.info('the agent\'s OOM score adjustment was not set', { oomScoreAdj: opts.oomScoreAdj, error: (err as Error).message });
     }
     // As the kubelet: nothing talks to the API server before the node has its identity.
     if (!(await this.identity.start())) return;

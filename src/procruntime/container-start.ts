@@ -105,10 +105,23 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
   };
 }
 
-/** CRI's oom_score_adj (an int64, as a string or a number on the wire); none when unset or out of the kernel's range. */
-export function oomScoreAdjOf(v: unknown): number | undefined {
+/**
+ * CRI's oom_score_adj (an int64, as a string or a number on the wire); none when unset or out of the
+ * kernel's range. As containerd: never below the runtime's own, which it could not lower to without
+ * CAP_SYS_RESOURCE, and which is the floor its operator chose (-999 with the agent in-process).
+ */
+export function oomScoreAdjOf(v: unknown, own = ownOomScoreAdj()): number | undefined {
   const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
-  return Number.isInteger(n) && n >= -1000 && n <= 1000 ? n : undefined;
+  if (!Number.isInteger(n) || n < -1000 || n > 1000) return undefined;
+  return own !== undefined && n < own ? own : n;
+}
+
+function ownOomScoreAdj(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/self/oom_score_adj', 'utf8').trim());
+  } catch {
+    return undefined;
+  }
 }
 
 /** Writes the container's environment for the launcher (0600, NUL-separated); returns its path. */

@@ -124,10 +124,13 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
       containers: [container('c', `${script} > /tmp/out; exec sleep 3600`, { resources: { limits: { memory: '64Mi' } } })],
     });
     const pod = await waitPod(created, 'running', 60_000, running);
-    const inContainer = exec(pod, 'c', 'cat /tmp/out').out;
+    const inContainer = await eventually('the container\'s own view', 20_000, async () => {
+      const out = exec(pod, 'c', 'cat /tmp/out').out;
+      return out.split('\n').length > 5 ? out : undefined;
+    }, 250);
     const inExec = exec(pod, 'c', script).out;
     for (const [who, out] of [['container', inContainer], ['exec', inExec]] as const) {
-      const [mount, sysNet, procNet, limit, rw] = out.trim().split('\n');
+      const [mount, sysNet, procNet, limit, rw] = out.split('\n');
       assert.equal(mount, 'sysfs ro', `${who}: /sys is a sysfs of its own, read-only`);
       assert.equal(sysNet, procNet, `${who}: /sys/class/net lists the pod's network devices (${procNet}), not the node's (${sysNet})`);
       assert.equal(limit, '67108864', `${who}: /sys/fs/cgroup shows the container's own memory limit`);
@@ -146,17 +149,21 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
       BestEffort: await createPod(node, 'oom-besteffort', { containers: [container('c', show)] }),
       Burstable: await createPod(node, 'oom-burstable', { containers: [container('c', show, { resources: { requests: { memory: '64Mi' } } })] }),
     };
+    // Where the runtimes may not lower a score (no CAP_SYS_RESOURCE, as on the machine the tests
+    // live on), containerd keeps a container at its own score, and so does the process runtime.
+    const canLower = rt.place !== undefined || (BigInt(`0x${/^CapEff:\s+(\w+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]}`) & (1n << 24n)) !== 0n;
     for (const [qos, created] of Object.entries(pods)) {
       const pod = await waitPod(created, 'running', 60_000, running);
       assert.equal(pod.status!.qosClass, qos);
-      for (const [who, out] of [['container', exec(pod, 'c', 'cat /tmp/adj').out], ['exec', exec(pod, 'c', 'cat /proc/self/oom_score_adj').out]] as const) {
+      const inContainer = await eventually(`${qos}: its own score`, 20_000, async () => exec(pod, 'c', 'cat /tmp/adj').out.trim() || undefined, 250);
+      for (const [who, out] of [['container', inContainer], ['exec', exec(pod, 'c', 'cat /proc/self/oom_score_adj').out]] as const) {
         const adj = Number(out.trim());
-        if (qos === 'Guaranteed') assert.equal(adj, -997, `${qos} ${who}`);
+        if (qos === 'Guaranteed') assert.equal(adj, canLower ? -997 : 0, `${qos} ${who}`);
         else if (qos === 'BestEffort') assert.equal(adj, 1000, `${qos} ${who}`);
         else assert.ok(adj >= 3 && adj <= 999, `${qos} ${who}: ${out}`);
       }
     }
-    if (!rt.place) assert.equal(readFileSync(`/proc/${agent.process.pid}/oom_score_adj`, 'utf8').trim(), '-999', 'the agent');
+    if (!rt.place) assert.equal(readFileSync(`/proc/${agent.process.pid}/oom_score_adj`, 'utf8').trim(), canLower ? '-999' : '0', 'the agent');
   });
 
   test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
 import { clusterEnv, eventually } from '../cluster.js';
-import { container, core, createPod, getPod, nodeV1, NS, podEvents, running, waitPod, watchDeletion } from '../kube.js';
+import { container, core, createPod, getPod, nodeV1, NS, podEvents, podGone, running, waitPod, watchDeletion } from '../kube.js';
 import type { TestRuntime } from '../runtimes.js';
 import { casesOf, type SuiteOptions } from '../cases.js';
 
@@ -88,6 +88,9 @@ test('a request of "0" and pod-level resources: each pod becomes Ready with the 
     assert.equal(pod.status!.qosClass, qos, pod.metadata!.name);
     assert.equal(pod.status!.conditions!.find((c) => c.type === 'Ready')?.status, 'True');
   }
+  // Their requests would be counted by the admission of the cases after this one.
+  await Promise.all([zero, podLevel].map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 0 })));
+  await Promise.all([zero, podLevel].map((p) => podGone(p, 30_000)));
 });
 
 test('a crash-looping container: restarts grow, CrashLoopBackOff between them, back-off 10 s then 20 s', async () => {

@@ -1,4 +1,4 @@
-// The process runtime's pure pieces: usage parsing for the stats calls, and the capability set.
+// The process runtime's pure pieces: usage parsing for the stats calls, the capability set, the OOM score.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { boundingSet, capabilityMask, DEFAULT_CAPABILITIES } from '../../../src/procruntime/isolation.js';
 import { diskUsage, DiskUsageCache, nanoCores, parseFlatKeyed, parseLimit, readCgroupV1, readCgroupV2, readProc, workingSet } from '../../../src/procruntime/stats.js';
+import { oomScoreAdjOf } from '../../../src/procruntime/container-start.js';
 
 test('flat keyed files, limits and the working set', () => {
   const m = parseFlatKeyed('usage_usec 1500\nuser_usec 1000\nnr_periods 0\nbogus line here\n');
@@ -130,4 +131,12 @@ test("the container's user by containerd's rules", async () => {
   for (const imageUser of ['4294967296', '2147483648', '0:4294967296', '4294967295'])
     assert.throws(() => resolveUser({ imageUser }, passwd, group), /uids and gids must be in range 0-2147483647$/, imageUser);
   assert.deepEqual(resolveUser({ imageUser: '2147483647' }, passwd, group), { uid: 2147483647, gid: 0, groups: [] });
+});
+
+test("a container's OOM score as containerd gives it: CRI's value in the kernel's range, never below the runtime's own", () => {
+  assert.equal(oomScoreAdjOf('1000', 0), 1000);
+  assert.equal(oomScoreAdjOf('-997', -999), -997);
+  assert.equal(oomScoreAdjOf('-997', 0), 0, 'a runtime at 0 cannot lower a container below itself');
+  assert.equal(oomScoreAdjOf(500, undefined), 500);
+  for (const bad of ['1001', '-1001', 'x', '', undefined, 1.5]) assert.equal(oomScoreAdjOf(bad, 0), undefined, String(bad));
 });

@@ -111,7 +111,7 @@ export async function launchSpec(input: LaunchInput): Promise<{ spec: LaunchSpec
  * CAP_SYS_RESOURCE, and which is the floor its operator chose (-999 with the agent in-process).
  */
 export function oomScoreAdjOf(v: unknown, own = ownOomScoreAdj()): number | undefined {
-  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : typeof v === 'number' ? v : NaN;
   if (!Number.isInteger(n) || n < -1000 || n > 1000) return undefined;
   return own !== undefined && n < own ? own : n;
 }

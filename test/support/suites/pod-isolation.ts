@@ -121,7 +121,7 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
       'touch /sys/fs/cgroup/x 2>/dev/null && echo writable || echo read-only',
     ].join('; ');
     const created = await createPod(node, 'sysfs', {
-      containers: [container('c', `${script} > /tmp/out; exec sleep 3600`, { resources: { limits: { memory: '64Mi' } } })],
+      containers: [container('c', `{ ${script}; } > /tmp/out; exec sleep 3600`, { resources: { limits: { memory: '64Mi' } } })],
     });
     const pod = await waitPod(created, 'running', 60_000, running);
     const inContainer = await eventually('the container\'s own view', 20_000, async () => {

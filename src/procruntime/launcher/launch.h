@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>

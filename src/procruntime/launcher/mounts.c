@@ -63,8 +63,19 @@ static void make_readonly(const char *dst, int recursive) {
     struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
     if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) fail("make %s recursively read-only", dst);
   } else {
+    /* A remount sets every per-mount flag anew: the ones the mount has (nosuid, nodev, noexec ...) are kept. */
     char p[64];
-    if (mount(NULL, fd_path(fd, p), NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0) fail("make %s read-only", dst);
+    struct statvfs vfs;
+    unsigned long keep = 0;
+    if (statvfs(fd_path(fd, p), &vfs) == 0) {
+      if (vfs.f_flag & ST_NOSUID) keep |= MS_NOSUID;
+      if (vfs.f_flag & ST_NODEV) keep |= MS_NODEV;
+      if (vfs.f_flag & ST_NOEXEC) keep |= MS_NOEXEC;
+      if (vfs.f_flag & ST_NOATIME) keep |= MS_NOATIME;
+      if (vfs.f_flag & ST_NODIRATIME) keep |= MS_NODIRATIME;
+      if (vfs.f_flag & ST_RELATIME) keep |= MS_RELATIME;
+    }
+    if (mount(NULL, fd_path(fd, p), NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | keep, NULL) < 0) fail("make %s read-only", dst);
   }
   close(fd);
 }

@@ -104,6 +104,12 @@ test('a container joins the pod\'s namespaces (the launcher, as root, before the
   assert.ok(!root.includes('--unshare-pid'));
   const user = launchArgv('launcher', spec({ uid: 1000, gid: 1001, groups: [5, 6] }, shared));
   assert.deepEqual([after(user, '--uid'), after(user, '--gid'), after(user, '--groups')], ['1000', '1001', '5,6']);
+  // A privileged container's /sys writable (as containerd 1.7 and later), its OOM score, its v1 cgroups shown.
+  assert.ok(!argv.includes('--sys-rw'));
+  const priv = launchArgv('launcher', { ...spec(undefined, shared), capabilities: { privileged: true }, oomScoreAdj: -997, cgroupViews: ['/sys/fs/cgroup/memory/x/c1'] });
+  assert.ok(priv.includes('--sys-rw'));
+  assert.equal(after(priv, '--oom-score-adj'), '-997');
+  assert.equal(after(priv, '--cgroup-view'), '/sys/fs/cgroup/memory/x/c1');
 
   ns.pidHolder.pidStart = 'not-its-start';
   assert.match(String(launchNamespaces(sandbox, { linux: { security_context: { namespace_options: { pid: 'POD' } } } } as never)), /PID namespace is gone/);

@@ -109,9 +109,13 @@ step('nodelet acts as system:node:host-0-nodelet: a Secret of its own pod is rea
   const pem = readFileSync(cert, 'utf8');
   assert.match(pem, /BEGIN CERTIFICATE/);
   const csrs = JSON.parse(kubectlOk(['get', 'csr', '-o', 'json'])) as {
-    items: Array<{ spec: { signerName: string; username: string; extra?: Record<string, string[]> }; status?: { conditions?: Array<{ type: string; message?: string }> } }>;
+    items: Array<{ metadata: { creationTimestamp: string }; spec: { signerName: string; username: string; extra?: Record<string, string[]> }; status?: { conditions?: Array<{ type: string; message?: string }> } }>;
   };
-  const client = csrs.items.find((c) => c.spec.signerName === 'kubernetes.io/kube-apiserver-client-kubelet' && c.spec.username === 'system:serviceaccount:kube-system:nodelet');
+  // The newest: a cluster kept from an earlier run holds that run's CSRs too.
+  const client = csrs.items
+    .filter((c) => c.spec.signerName === 'kubernetes.io/kube-apiserver-client-kubelet' && c.spec.username === 'system:serviceaccount:kube-system:nodelet')
+    .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp))
+    .at(-1);
   assert.ok(client, 'a client CSR made by the DaemonSet\'s ServiceAccount');
   assert.deepEqual(client.spec.extra?.['authentication.kubernetes.io/node-name'], [HOST_NODE], 'with the token of the pod on host-0');
   const approved = client.status?.conditions?.find((c) => c.type === 'Approved');

@@ -75,22 +75,33 @@ export function endExec(plan: ExecPlan, pid: number): void {
   setTimeout(killGroup, 2000).unref();
 }
 
-/** containerd's cap on each stream of an ExecSync (CVE-2022-31030): what comes after is read and dropped. */
-export const EXEC_SYNC_MAX_STREAM_BYTES = 16 * 1024 * 1024;
+/**
+ * What an ExecSync keeps of its output, both streams together (CVE-2022-31030): what comes after is
+ * read and dropped. containerd keeps 16 MiB of each stream, which the 16 MiB gRPC message then
+ * cannot carry ("Sent message larger than max"); this leaves room for the rest of the answer.
+ */
+export const EXEC_SYNC_MAX_BYTES = 16 * 1024 * 1024 - 64 * 1024;
 
-/** A stream's first EXEC_SYNC_MAX_STREAM_BYTES; the rest is drained (the command is not blocked) and not kept. */
-export function cappedSink(limit = EXEC_SYNC_MAX_STREAM_BYTES): { write: (b: Buffer) => void; bytes: () => Buffer } {
-  const kept: Buffer[] = [];
-  let size = 0;
-  return {
-    write: (b) => {
-      if (size >= limit) return;
-      const part = b.length > limit - size ? b.subarray(0, limit - size) : b;
-      kept.push(part);
-      size += part.length;
-    },
-    bytes: () => Buffer.concat(kept),
-  };
+export interface Sink {
+  write: (b: Buffer) => void;
+  bytes: () => Buffer;
+}
+
+/** Sinks sharing one budget of `limit` bytes; past it, what comes is drained (the command is not blocked) and not kept. */
+export function cappedSinks(count: number, limit = EXEC_SYNC_MAX_BYTES): Sink[] {
+  let left = limit;
+  return Array.from({ length: count }, () => {
+    const kept: Buffer[] = [];
+    return {
+      write: (b: Buffer) => {
+        if (left <= 0) return;
+        const part = b.length > left ? b.subarray(0, left) : b;
+        kept.push(part);
+        left -= part.length;
+      },
+      bytes: () => Buffer.concat(kept),
+    };
+  });
 }
 
 /** Runs the plan to its end, its output collected (each stream capped); past the timeout, the command is killed and this fails. */
@@ -105,8 +116,7 @@ export function runExecSync(plan: ExecPlan, cmd: string[], timeoutSeconds: numbe
     // A group of its own, for endExec.
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', ...planFds(plan)], env, detached: true });
     closePlan(plan);
-    const out = cappedSink();
-    const err = cappedSink();
+    const [out, err] = cappedSinks(2) as [Sink, Sink];
     let timedOut = false;
     child.stdout!.on('data', out.write);
     child.stderr!.on('data', err.write);

@@ -167,8 +167,11 @@ async function runOnRuntime(runtime: RuntimeName, kube: KubeClients, results: Dr
       });
       await check('file descriptors', async () => {
         const pid = node.agent.pid;
-        const now = openFds(pid);
+        let now = openFds(pid);
         if (!fdBaseline.has(pid)) fdBaseline.set(pid, now);
+        // Connections to the API server still idling out of their keep-alive right after a burst
+        // are not a leak: a few seconds for them to close; a leak stays.
+        for (const until = Date.now() + 10_000; now - fdBaseline.get(pid)! > 16 && Date.now() < until; now = openFds(pid)) await new Promise((r) => setTimeout(r, 500));
         inv.agentFds = now;
         inv.agentFdsDelta = now - fdBaseline.get(pid)!;
         if (now - fdBaseline.get(pid)! > 16) throw new Error(`the agent holds ${now} fds, ${now - fdBaseline.get(pid)!} more than after it settled`);

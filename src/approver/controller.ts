@@ -3,13 +3,13 @@
 // controller-manager's approver does. A CSR left for a person is said once in the log.
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../util/clock.js';
-import { apiErrorMessage, httpCode } from '../kube/client.js';
+import { CLIENT_KUBELET_SIGNER } from '../kube/certificate-manager.js';
+import { apiErrorMessage, CSRS, httpCode } from '../kube/client.js';
 import { listAndWatch } from '../kube/list-watch.js';
 import type { WatchStream } from '../kube/reflector.js';
 import { readCertificateRequest } from './csr-request.js';
-import { CLIENT_KUBELET_SIGNER, decideNodeClientCsr, NODE_NAME_EXTRA, pendingBootstrap, type ApproverCsr, type NodeClientPolicy } from './node-client.js';
+import { decideNodeClientCsr, NODE_NAME_EXTRA, pendingBootstrap, type ApproverCsr, type NodeClientPolicy } from './node-client.js';
 
-const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 const RETRY_MS = 5_000;
 
 /** The API calls the approver makes. */

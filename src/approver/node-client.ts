@@ -8,17 +8,13 @@
 // a node whose certificate expired or was lost is re-bootstrapped by a person (kubectl certificate
 // approve), as a kubelet whose bootstrap token is gone. Renewals are the node's own
 // (selfnodeclient, the controller-manager's approver) and never come here.
+import { CLIENT_KUBELET_SIGNER, type CsrObject } from '../kube/certificate-manager.js';
 import type { CertificateRequestInfo } from './csr-request.js';
 
-export const CLIENT_KUBELET_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
 
-/** The certificates.k8s.io/v1 fields read. */
-export interface ApproverCsr {
-  metadata?: { name?: string; resourceVersion?: string };
-  spec?: { request?: string; signerName?: string; usages?: string[]; username?: string; extra?: Record<string, string[]> };
-  status?: { certificate?: string; conditions?: Array<{ type: string; status?: string; reason?: string; message?: string }> };
-}
+/** The certificates.k8s.io/v1 fields read: the certificate manager's view of a CSR, with the requester's extra. */
+export type ApproverCsr = CsrObject;
 
 export interface NodeClientPolicy {
   /** The DaemonSet's ServiceAccount as a user: system:serviceaccount:<namespace>:<name>. */

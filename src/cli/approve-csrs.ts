@@ -2,41 +2,22 @@
 // process of its own (deploy/approver.yaml runs it as a Deployment, away from nodelet's nodes: the
 // right to approve node certificates must not live on a node).
 import { NodeClientApprover, type ApproverApi } from '../approver/controller.js';
-import type { ApproverCsr } from '../approver/node-client.js';
 import { nodeletPolicy } from '../approver/node-client.js';
-import { httpCode } from '../kube/client.js';
+import { KubeClient } from '../kube/client.js';
 import { restWatch } from '../kube/reflector.js';
 import { inClusterConnection, loadKubeconfig, RestClient } from '../kube/rest.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import { realClock } from '../util/clock.js';
 import { UsageError } from './flags.js';
 
-const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
-const enc = encodeURIComponent;
-
+/** The approver's calls, through the agent's own API client. */
 export function restApproverApi(rest: RestClient): ApproverApi {
+  const client = new KubeClient(rest);
   return {
-    listCsrs: (fieldSelector) => rest.request('GET', CSRS, { query: { fieldSelector } }),
-    getCsr: async (name) => {
-      try {
-        return await rest.request<ApproverCsr>('GET', `${CSRS}/${enc(name)}`);
-      } catch (err) {
-        if (httpCode(err) === 404) return undefined;
-        throw err;
-      }
-    },
-    updateApproval: async (csr) => {
-      await rest.request('PUT', `${CSRS}/${enc(csr.metadata!.name!)}/approval`, { body: { apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', ...csr } });
-    },
-    nodeExists: async (name) => {
-      try {
-        await rest.request('GET', `/api/v1/nodes/${enc(name)}`);
-        return true;
-      } catch (err) {
-        if (httpCode(err) === 404) return false;
-        throw err;
-      }
-    },
+    listCsrs: (fieldSelector) => client.listCsrs(fieldSelector),
+    getCsr: (name) => client.getCsr(name),
+    updateApproval: (csr) => client.updateCsrApproval(csr),
+    nodeExists: async (name) => (await client.getNode(name)) !== undefined,
     stream: restWatch(rest),
   };
 }

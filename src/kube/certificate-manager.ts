@@ -35,7 +35,7 @@ export interface CsrCondition {
 /** The fields of a certificates.k8s.io/v1 CertificateSigningRequest the manager reads. */
 export interface CsrObject {
   metadata?: { name?: string; uid?: string; resourceVersion?: string };
-  spec?: { request?: string; signerName?: string; usages?: string[]; username?: string };
+  spec?: { request?: string; signerName?: string; usages?: string[]; username?: string; extra?: Record<string, string[]> };
   status?: { certificate?: string; conditions?: CsrCondition[] };
 }
 

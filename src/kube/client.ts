@@ -48,7 +48,7 @@ export interface NodeApi {
 }
 
 const MERGE_PATCH = 'application/merge-patch+json';
-const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+export const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 const enc = encodeURIComponent;
 
 /**
@@ -192,6 +192,15 @@ export class KubeClient implements PodApi, EventApi, NodeApi {
 
   getCsr(name: string): Promise<CsrObject | undefined> {
     return this.getOrUndefined(`${CSRS}/${enc(name)}`);
+  }
+
+  listCsrs(fieldSelector: string): Promise<{ items: CsrObject[]; metadata?: { resourceVersion?: string } }> {
+    return this.rest.request('GET', CSRS, { query: { fieldSelector } });
+  }
+
+  /** Writes a CSR's Approved or Denied condition (its approval subresource). */
+  async updateCsrApproval(csr: CsrObject): Promise<void> {
+    await this.rest.request('PUT', `${CSRS}/${enc(csr.metadata!.name!)}/approval`, { body: { apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', ...csr } });
   }
 
   /** Events of one CSR, from `resourceVersion` on (a watch by name, as the kubelet waits for its certificate). */

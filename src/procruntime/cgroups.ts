@@ -165,7 +165,8 @@ export function detectCgroups(): Cgroups {
         detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
         create(id, l, devices) {
           if (!dev) throw new Error("the devices cgroup controller is not mounted: the container's devices cannot be restricted");
-          for (const d of ownDirs(id)) mkdirSync(d, { recursive: true });
+          const dirs = ownDirs(id);
+          for (const d of dirs) mkdirSync(d, { recursive: true });
           const [m, c, dv] = [join(mem, id), join(cpu, id), join(dev, id)];
           if (!allDevices(devices)) {
             mustWrite(join(dv, 'devices.deny'), 'a');
@@ -177,7 +178,7 @@ export function detectCgroups(): Cgroups {
             tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
             tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
           }
-          return { procs: [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()], views: ownDirs(id) };
+          return { procs: [...dirs.map((d) => join(d, 'cgroup.procs')), ...others()], views: dirs };
         },
         procs: (id) => [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()].filter((f) => existsSync(f)),
         update(id, l) {

@@ -12,17 +12,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-static int write_all(int fd, const char *buf, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, buf, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    buf += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* A connection to the loopback address of one family; -1 with `why` (Go's dial error) when none. */
 static int dial(int family, int port, char *why, size_t whylen) {
   int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -57,7 +57,7 @@ struct options {
   /* A privileged container's /sys and cgroups are writable, as containerd makes them. */
   int sys_rw;
   /* Written to /proc/self/oom_score_adj before the command runs (while the capability to lower it is held). */
-  const char *oom_score_adj;
+  int has_oom_score_adj, oom_score_adj;
   enum prop rootfs_prop;
   const char *shm;
   struct bind binds[MAX_ITEMS];
@@ -95,6 +95,8 @@ extern int err_fd;
 /* options.c */
 void parse_args(int argc, char **argv);
 __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...);
+/* Writes all of it (a short write or EINTR goes on); -1 when the fd refuses. */
+int write_all(int fd, const char *s, size_t n);
 void report_error(const char *msg);
 /* dial.c */
 int dial_relay(int argc, char **argv);

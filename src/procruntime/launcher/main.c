@@ -55,15 +55,9 @@ static void child(pid_t monitor, int lastcap) {
     setup_rootfs();
   }
   if (opt.hostname && sethostname(opt.hostname, strlen(opt.hostname)) < 0) fail("set the hostname");
-  if (opt.oom_score_adj) {
-    char *end;
-    long adj = strtol(opt.oom_score_adj, &end, 10);
-    if (*end || adj < -1000 || adj > 1000) {
-      errno = EINVAL;
-      fail("set the OOM score adjustment %s", opt.oom_score_adj);
-    }
+  if (opt.has_oom_score_adj) {
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || dprintf(fd, "%ld", adj) < 0) fail("set the OOM score adjustment %s", opt.oom_score_adj);
+    if (fd < 0 || dprintf(fd, "%d", opt.oom_score_adj) < 0) fail("set the OOM score adjustment %d", opt.oom_score_adj);
     close(fd);
   }
   if (chdir(opt.cwd ? opt.cwd : "/") < 0) fail("chdir to the working directory %s", opt.cwd ? opt.cwd : "/");

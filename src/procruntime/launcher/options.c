@@ -23,14 +23,15 @@ void fail(const char *fmt, ...) {
   exit(127);
 }
 
-static void write_all(int fd, const char *s, size_t n) {
+int write_all(int fd, const char *s, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, s, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
+    if (w <= 0) return -1;
     s += w;
     n -= (size_t)w;
   }
+  return 0;
 }
 
 void report_error(const char *msg) {
@@ -47,7 +48,7 @@ void report_error(const char *msg) {
     else buf[o++] = *p;
   }
   o += (size_t)snprintf(buf + o, sizeof buf - o, "\"}\n");
-  write_all(opt.status_fd, buf, o);
+  (void)write_all(opt.status_fd, buf, o);
 }
 
 static long number(const char *s, const char *what) {
@@ -129,7 +130,7 @@ static const struct {
 } values[] = {
     {"--join-net", &opt.join_net}, {"--join-ipc", &opt.join_ipc}, {"--join-uts", &opt.join_uts}, {"--join-pid", &opt.join_pid},
     {"--hostname", &opt.hostname}, {"--rootfs", &opt.rootfs},     {"--shm", &opt.shm},           {"--cwd", &opt.cwd},
-    {"--device-cgroup", &opt.device_cgroup}, {"--oom-score-adj", &opt.oom_score_adj},
+    {"--device-cgroup", &opt.device_cgroup},
 };
 static const struct {
   const char *name;
@@ -221,6 +222,15 @@ void parse_args(int argc, char **argv) {
         opt.groups[opt.ngroups++] = (gid_t)id_number(t, a);
       }
       free(copy);
+    } else if (!strcmp(a, "--oom-score-adj")) {
+      NEED(1);
+      long adj = number(argv[++i], a);
+      if (adj < -1000 || adj > 1000) {
+        errno = 0;
+        fail("%s must be in range -1000-1000: %ld", a, adj);
+      }
+      opt.has_oom_score_adj = 1;
+      opt.oom_score_adj = (int)adj;
     } else if (!strcmp(a, "--seccomp")) {
       NEED(1);
       opt.seccomp_fd = (int)number(argv[++i], a);

@@ -1,6 +1,5 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
-import { applyOwnOomScoreAdj } from '../util/oom-score.js';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ApiEventRecorder } from '../kube/events.js';
@@ -54,6 +53,7 @@ import { StartTrace } from './start-trace.js';
 import { PodCache, POD_CACHE_MAX_AGE_MS } from '../runtime/pod-cache.js';
 import { newVolumes, type Volumes } from '../volumes/volume-host.js';
 import { VolumesNotReadyError } from '../volumes/volume-manager.js';
+import { applyOwnOomScoreAdj } from '../util/oom-score.js';
 
 /** The runtime's view of a pod that has nothing in it. */
 function noRuntimeYet(uid: string, name: string, namespace: string, now: number): PodStatus {

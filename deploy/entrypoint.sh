@@ -9,6 +9,8 @@
 #   NODELET_POD_CIDR      the pods' addresses (default 10.218.0.0/16)
 #   NODELET_IP_MASQ       masquerade the pods' traffic leaving the node: true (default) or false
 #   NODELET_IPTABLES_MODE legacy, nft, or auto (default): the backend the node's rules are in
+#   NODELET_CGROUP_ROOT   the host cgroup the pods' kubepods goes under (default /nodelet/$NODE_NAME):
+#                         never the host kubelet's root, whose kubepods holds the host's own pods
 set -eu
 
 conf_dir=${NODELET_CNI_CONF_DIR:-/var/lib/nodelet/cni/net.d}
@@ -81,5 +83,11 @@ for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tab
 done
 echo "entrypoint: iptables backend $mode" >&2
 
+# The pods' cgroups: made here in every hierarchy (nodelet refuses a cgroupRoot that is not there,
+# as the kubelet does); the flag overrides the config file's.
+cgroup_root=${NODELET_CGROUP_ROOT:-/nodelet/${NODE_NAME:-node}}
+/opt/nodelet/deploy/cgroup-root.sh make "$cgroup_root"
+echo "entrypoint: pods' cgroups under $cgroup_root" >&2
+
 # main.js's first line holds the Node flags and environment nodelet runs with; called through node, they are given here.
-exec env MALLOC_ARENA_MAX=2 /usr/bin/node --max-semi-space-size=8 /opt/nodelet/dist/src/cli/main.js run "$@"
+exec env MALLOC_ARENA_MAX=2 /usr/bin/node --max-semi-space-size=8 /opt/nodelet/dist/src/cli/main.js run "$@" --cgroup-root "$cgroup_root"

@@ -5,3 +5,5 @@ set -euo pipefail
 NODE=${NODE:-nodelet-0}
 if pid=$(pid_of "agent-$NODE"); then stop_pid "agent-$NODE" "$pid" 10; fi
 rm -f "$CLUSTER_DIR/agent-$NODE.pid"
+# Its pods' cgroups stay while its pods run; empty ones go.
+"$TOP/deploy/cgroup-root.sh" remove "/nodelet-dev/$NODE"

@@ -14,7 +14,10 @@ HEALTHZ_PORT=${HEALTHZ_PORT:-10248}
 name="agent-$NODE"
 if pid=$(pid_of "$name"); then log "$name already running (pid $pid)"; exit 0; fi
 [ -f "$TOP/dist/src/cli/main.js" ] || { echo "agent-up: build first (make build)" >&2; exit 1; }
-setsid "$TOP/dist/src/cli/main.js" run --node-name "$NODE" --kubeconfig "$KUBECONFIG" \
+# The pods' cgroups under a root of this agent's own (kubepods there), removed by agent-down once empty.
+cgroup_root=/nodelet-dev/$NODE
+"$TOP/deploy/cgroup-root.sh" make "$cgroup_root"
+setsid "$TOP/dist/src/cli/main.js" run --cgroup-root "$cgroup_root" --node-name "$NODE" --kubeconfig "$KUBECONFIG" \
   --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --pod-log-root "$NODELET_POD_LOG_ROOT" \
   --root-dir "$CLUSTER_DIR/agents/$NODE" \
   --port "$PORT" --tls-cert-file "$NODELET_NODE_TLS_CERT" --tls-private-key-file "$NODELET_NODE_TLS_KEY" \

@@ -24,6 +24,10 @@ if [ ! -f "$RUN_DIR/images/busybox_2.tar" ] || [ "$top/test/env/images/build-ima
   node test/env/images/build-images.mjs "$RUN_DIR/images" - /bin/busybox >/dev/null
 fi
 
+# The pods' cgroups: kubepods under a root of make run's own (NODELET_RUN_CGROUP_ROOT), made here in
+# every hierarchy and removed at the end; never the root a kubelet of this machine may use.
+export NODELET_RUN_CGROUP_ROOT=${NODELET_RUN_CGROUP_ROOT:-/nodelet-run}
+"$top/deploy/cgroup-root.sh" make "$NODELET_RUN_CGROUP_ROOT"
 export NODELET_RUN_NODE=${NODELET_RUN_NODE:-$(hostname | tr 'A-Z_' 'a-z-')} NODELET_RUN_DIR="$RUN_DIR" NODELET_RUN_PODS=${NODELET_RUN_PODS:-$top/examples/pods}
 nodelet=("$top/dist/src/cli/main.js")
 setsid "${nodelet[@]}" run --config "$top/examples/nodelet.yaml" --read-only-port "$PORT" >>"$RUN_DIR/nodelet.log" 2>&1 </dev/null &
@@ -38,6 +42,7 @@ cleanup() {
   for _ in $(seq 1 100); do kill -0 "$agent" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$agent" 2>/dev/null || true
   "${nodelet[@]}" runtime reset --root "$RUN_DIR/process"
+  "$top/deploy/cgroup-root.sh" remove "$NODELET_RUN_CGROUP_ROOT"
   rm -f "$RUN_DIR/nodelet.pid"
   echo "stopped; logs in $RUN_DIR/nodelet.log"
 }

@@ -21,7 +21,7 @@
 //                 the CNI plugins of a bridge network, iptables, the libraries they link, /etc
 //   node          /usr/bin/node and the libraries only it links
 //   node_modules  /opt/nodelet/node_modules: `npm ci --omit=dev` of package-lock.json
-//   nodelet       /opt/nodelet: package.json, dist/src, dist/bin/nodelet-launch, proto/, deploy/entrypoint.sh
+//   nodelet       /opt/nodelet: package.json, dist/src, dist/bin/nodelet-launch, proto/, deploy/entrypoint.sh, deploy/cgroup-root.sh
 //
 // Where the Debian files come from: this machine's installed packages, each file copied from the
 // file system and checked against the md5sum dpkg recorded for it at installation (a file that
@@ -348,6 +348,7 @@ function nodeletLayer(L) {
   for (const p of readdirSync(join(top, 'proto')).filter((n) => n.endsWith('.proto'))) from(join('proto', p)); // loaded at run time (cri/client.ts, procruntime/server.ts, prober/grpc.ts)
   from('dist/bin/nodelet-launch');
   from('deploy/entrypoint.sh');
+  from('deploy/cgroup-root.sh');
   // The compiled agent: each dist/src/X.js whose src/X.ts exists (a file left in dist/ by a
   // source since removed is not part of this build); no source maps (their sources are not here).
   const walk = (rel) => {

@@ -19,6 +19,7 @@ import { newPlegs, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
 import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
+import { PodCgroups } from './pod-cgroups.js';
 import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
 import { RuntimeState } from './runtime-state.js';
@@ -96,6 +97,7 @@ export class Agent implements PodSyncer {
   private services?: ServiceCache;
   private runtimeClasses?: RuntimeClassManager;
   private deps!: RuntimeManagerDeps;
+  private podCgroups?: PodCgroups;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
   /** What the runtime last said of each pod, for resyncs nothing has changed since (see PodCache). */
@@ -270,6 +272,8 @@ export class Agent implements PodSyncer {
       },
     });
     const version = await checkRuntimeVersion(this.cri);
+    this.podCgroups = new PodCgroups(opts, readHostInfo(opts.podLogRoot), this.recorder, this.logger);
+    this.podCgroups.start();
     this.logger.info('container runtime initialized', { runtime: version.runtime_name, version: version.runtime_version, apiVersion: version.runtime_api_version });
     this.deps = runtimeManagerDeps(this.config, {
       cri: this.cri,
@@ -284,6 +288,7 @@ export class Agent implements PodSyncer {
       services: this.services,
       runtimeClasses: this.runtimeClasses,
       actuated: this.resizer.actuated,
+      podCgroups: this.podCgroups,
     });
     this.nodeApi = await startNodeApi(this.config, {
       pods: () => this.pods(),
@@ -356,6 +361,7 @@ export class Agent implements PodSyncer {
     this.staticPods?.start();
     this.every(2000, () => this.housekeeping());
     this.every(60_000, () => this.collectGarbage());
+    this.every(60_000, async () => this.podCgroups?.updateQOS(this.workers.activePods()));
     this.every(5000, () => this.runtimeState.refresh());
     // The image filesystem's use for DiskPressure, as often as the kubelet's eviction manager reads it.
     this.every(10_000, async () => void (await this.imageGC?.readImageFs().catch(() => undefined)));
@@ -475,6 +481,8 @@ export class Agent implements PodSyncer {
       this.recorder.event(podRef(pod), 'Warning', EventReasons.NetworkNotReady, message);
       throw new NetworkNotReadyError(message);
     }
+    // Its cgroup first (the kubelet's order): the sandbox goes under it.
+    this.podCgroups?.ensure(pod, this.workers.activePods());
     try {
       await this.volumes.manager.mountPod(pod);
     } catch (err) {
@@ -606,6 +614,8 @@ export class Agent implements PodSyncer {
         resize: (pod) => this.admission.resize(pod),
         wake: (uid) => this.workers.wake(uid),
         plegSeen: () => this.pleg.seen(),
+        podCgroups: this.podCgroups,
+        isTerminated: (uid) => this.workers.isPodTerminated(uid),
       });
     } catch (err) {
       this.logger.warn('housekeeping failed', { error: (err as Error).message });

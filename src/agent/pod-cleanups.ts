@@ -29,6 +29,9 @@ export interface PodCleanupContext {
   /** A resize allocated now: true when its pod should sync. */
   resize(pod: V1Pod): boolean;
   wake(uid: string): void;
+  /** Pod cgroups of pods that may still run (known and not terminated, or running) are kept; the others go. */
+  podCgroups?: { cleanup(possiblyRunning: (uid: string) => boolean): void };
+  isTerminated?(uid: string): boolean;
   /** What the PLEG last saw run (pod UID -> object ID -> state), or undefined when it is not current. */
   plegSeen?(): ReadonlyMap<string, ReadonlyMap<string, string>> | undefined;
 }
@@ -97,4 +100,5 @@ export async function handlePodCleanups(ctx: PodCleanupContext): Promise<void> {
   // Directories of pods no source has any more, and whose containers are gone.
   const removed = await ctx.volumes.cleanupOrphans((uid) => ctx.isKnown(uid) || running.uids.has(uid));
   if (removed.length) ctx.logger.info('removed orphaned pod directories', { uids: removed });
+  ctx.podCgroups?.cleanup((uid) => (ctx.isKnown(uid) && !ctx.isTerminated?.(uid)) || running.uids.has(uid));
 }

@@ -20,6 +20,7 @@ import type { ActuatedResources } from '../runtime/resize.js';
 import type { Clock } from '../util/clock.js';
 import { hostIPv4 } from '../util/net.js';
 import type { Volumes } from '../volumes/volume-host.js';
+import type { PodCgroups } from './pod-cgroups.js';
 
 export interface AgentParts {
   cri: CriClient;
@@ -34,6 +35,7 @@ export interface AgentParts {
   services?: ServiceCache;
   runtimeClasses?: RuntimeClassManager;
   actuated: ActuatedResources;
+  podCgroups?: PodCgroups;
 }
 
 export function runtimeManagerDeps(config: NodeletConfig, p: AgentParts): RuntimeManagerDeps {
@@ -75,6 +77,9 @@ export function runtimeManagerDeps(config: NodeletConfig, p: AgentParts): Runtim
     seccomp: { profileRoot: join(config.rootDir, 'seccomp'), defaultToRuntimeDefault: config.seccompDefault },
     actuated: p.actuated,
     crashLoopBackoff: new Backoff(p.clock, config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs),
+    podCgroupParent: (pod) => p.podCgroups?.parent(pod),
+    podCgroupResized: (pod) => p.podCgroups?.resized(pod),
+    containerCgroups: p.podCgroups?.containerSettings(),
     memoryCapacity: os.totalmem(),
     volumes: p.volumes.manager,
     clusterDomain: config.clusterDomain,

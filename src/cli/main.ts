@@ -80,6 +80,11 @@ async function run(args: string[]): Promise<void> {
   try {
     await agent.start();
   } catch (err) {
+    // A setting the node cannot be run with (a cgroup root that is not there) is a bad config: one line, 2.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`nodelet: ${err.message}\n`);
+      process.exit(2);
+    }
     logger.error('nodelet failed to start', { error: (err as Error).message });
     process.exit(1);
   }

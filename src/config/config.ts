@@ -138,6 +138,18 @@ export interface NodeletConfig {
   /** RuntimeDefault seccomp for containers that name no profile (the kubelet's seccompDefault, off by default). */
   seccompDefault: boolean;
   cpuCFSQuota: boolean;
+  /** The kubelet's QoS cgroup hierarchy: kubepods, its QoS classes and a cgroup per pod (true by default). */
+  cgroupsPerQOS: boolean;
+  /** How cgroups are written: 'cgroupfs' (directly) is the one driver nodelet has. */
+  cgroupDriver: 'cgroupfs';
+  /** Where kubepods goes ('/': the hierarchy's root); it must exist. */
+  cgroupRoot: string;
+  /** 'pods': the pods' cgroup is limited to allocatable; [] ('none'): to capacity. */
+  enforceNodeAllocatable: string[];
+  /** Each pod's pids.max (-1: unbounded). */
+  podPidsLimit: number;
+  /** cgroup v2: only the process the kernel picks is killed on an OOM, not the container (memory.oom.group 0). */
+  singleProcessOOMKill: boolean;
   logLevel: 'error' | 'warn' | 'info' | 'debug';
   logFormat: 'json' | 'text' | '';
   nodeStatusUpdateFrequencyMs: number;
@@ -213,6 +225,12 @@ export function defaultConfig(): NodeletConfig {
     allowPrivileged: false,
     seccompDefault: false,
     cpuCFSQuota: true,
+    cgroupsPerQOS: true,
+    cgroupDriver: 'cgroupfs',
+    cgroupRoot: '/',
+    enforceNodeAllocatable: ['pods'],
+    podPidsLimit: -1,
+    singleProcessOOMKill: false,
     logLevel: 'info',
     logFormat: '',
     nodeStatusUpdateFrequencyMs: 10_000,
@@ -335,6 +353,12 @@ const fields: Record<string, FieldSpec> = {
   allowPrivileged: { kind: 'bool' },
   seccompDefault: { kind: 'bool' },
   cpuCFSQuota: { kind: 'bool' },
+  cgroupsPerQOS: { kind: 'bool' },
+  cgroupDriver: { kind: 'enum', values: ['cgroupfs'] },
+  cgroupRoot: { kind: 'string' },
+  enforceNodeAllocatable: { kind: 'stringList' },
+  podPidsLimit: { kind: 'int', min: -1, max: 4194304 },
+  singleProcessOOMKill: { kind: 'bool' },
   logLevel: { kind: 'enum', values: ['error', 'warn', 'info', 'debug'] },
   logFormat: { kind: 'enum', values: ['json', 'text'] },
   nodeStatusUpdateFrequency: { kind: 'duration', prop: 'nodeStatusUpdateFrequencyMs', min: 1000 },
@@ -610,6 +634,23 @@ function checkNodeLabels(labels: Record<string, string>): void {
   }
 }
 
+/** The kubelet's checks of enforceNodeAllocatable, in its words; 'none' leaves nothing enforced. */
+function checkNodeAllocatable(c: NodeletConfig): void {
+  const opts = c.enforceNodeAllocatable;
+  const valid = ['pods', 'system-reserved', 'kube-reserved', 'none'];
+  const bad = opts.find((o) => !valid.includes(o));
+  if (bad !== undefined) throw new ConfigError(`invalid configuration: option "${bad}" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "pods", "system-reserved", "kube-reserved", or "none"`);
+  if (opts.includes('none') && opts.length > 1) throw new ConfigError('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified');
+  // Enforcing them needs the cgroups the OS and the runtime run in (systemReservedCgroup, kubeReservedCgroup), which nodelet does not manage.
+  const reserved = opts.find((o) => o === 'system-reserved' || o === 'kube-reserved');
+  if (reserved) throw new ConfigError(`enforceNodeAllocatable: "${reserved}" is not supported by nodelet (it does not manage the ${reserved} cgroup); use "pods" or "none"`);
+  if (opts.includes('none')) c.enforceNodeAllocatable = [];
+  if (!c.cgroupsPerQOS && c.enforceNodeAllocatable.length) {
+    throw new ConfigError('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on');
+  }
+  if (!c.cgroupRoot.startsWith('/') || c.cgroupRoot.split('/').some((p) => p === '..' || p === '.')) throw new ConfigError(`cgroupRoot: ${JSON.stringify(c.cgroupRoot)} must be an absolute cgroupfs path (/ or /a/b)`);
+}
+
 /** Checks what must hold once file and flags are combined. */
 export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   if (!c.nodeName) throw new ConfigError('nodeName: required (in the config file or --node-name)');
@@ -629,6 +670,7 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   if (c.serializeImagePulls && c.maxParallelImagePulls > 1) {
     throw new ConfigError('maxParallelImagePulls cannot be larger than 1 unless serializeImagePulls is set to false');
   }
+  checkNodeAllocatable(c);
   try {
     new SysctlAllowlist(c.allowedUnsafeSysctls);
   } catch (err) {

@@ -1,7 +1,8 @@
 // Pod admission, as the kubelet's: a pod that does not fit the node is rejected before anything
 // runs (phase Failed with PodOSNotSupported, OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity, NodePorts
 // or Taint; SysctlForbidden in sysctls.ts, AppArmor in apparmor.ts). Pure.
-import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import type { V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import { podRequest } from '../cm/pod-resources.js';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { admitAppArmor, type AppArmorVerdict } from './apparmor.js';
 import { admitUnderPressure, isCriticalPod, pressureConditions } from './pressure-admission.js';
@@ -12,37 +13,6 @@ export type AdmitResult = { admit: true } | { admit: false; reason: string; mess
 /** A pod's effective cpu and memory requests (podRequest). */
 export function podRequests(pod: V1Pod): { milliCPU: number; memory: number } {
   return { milliCPU: podRequest(pod, 'cpu'), memory: podRequest(pod, 'memory') };
-}
-
-/**
- * One resource's request of a pod, as the kubelet's resource helpers (PodRequests) count it: the
- * regular containers and the sidecars (restartable init containers) together; each other init
- * container with the sidecars started before it; the larger of the two; pod-level requests in
- * place of the containers' when set; overhead on top.
- */
-function podRequest(pod: V1Pod, r: 'cpu' | 'memory'): number {
-  const parse = (q: string) => (r === 'cpu' ? milliCPU(q) : bytes(q));
-  const req = (c: V1Container) => {
-    const q = (c.resources?.requests as Record<string, string> | undefined)?.[r] ?? (c.resources?.limits as Record<string, string> | undefined)?.[r];
-    return q === undefined ? 0 : parse(q);
-  };
-  let total = (pod.spec?.containers ?? []).reduce((n, c) => n + req(c), 0);
-  let sidecars = 0;
-  let init = 0;
-  for (const c of pod.spec?.initContainers ?? []) {
-    if (c.restartPolicy === 'Always') {
-      total += req(c);
-      sidecars += req(c);
-      init = Math.max(init, sidecars);
-    } else {
-      init = Math.max(init, req(c) + sidecars);
-    }
-  }
-  total = Math.max(total, init);
-  const podLevel = (pod.spec as { resources?: { requests?: Record<string, string> } } | undefined)?.resources?.requests?.[r];
-  if (podLevel !== undefined) total = parse(podLevel);
-  const overhead = (pod.spec?.overhead as Record<string, string> | undefined)?.[r];
-  return total + (overhead ? parse(overhead) : 0);
 }
 
 function requirementMatches(req: V1NodeSelectorRequirement, labels: Record<string, string>): boolean {

@@ -1,6 +1,7 @@
 // CPU and memory limits through cgroups, where the host lets us write them (v1 or v2).
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sharesToWeight } from '../cm/cgroup-manager.js';
 import { v1DeviceRule, type DeviceRule } from './devices.js';
 import { mounts } from './procfs.js';
 import { readCgroupV1, readCgroupV2, type UsageSample } from './stats.js';
@@ -10,6 +11,26 @@ export interface CgroupLimits {
   cpuQuotaUs?: number;
   cpuPeriodUs?: number;
   memoryBytes?: number;
+  /** v1: memory+swap (the kubelet's NoSwap sends the memory limit). */
+  memorySwapBytes?: number;
+  /** v2: files of the container's cgroup written as given (memory.oom.group, memory.swap.max). */
+  unified?: Record<string, string>;
+}
+
+/** A container's cgroup: its ID, under its sandbox's cgroup_parent (a cgroupfs path) or the runtime's own. */
+export interface CgroupAt {
+  id: string;
+  parent?: string;
+}
+
+/** Where a container record's cgroups are. */
+export const cgroupAt = (c: { id: string; cgroupParent?: string }): CgroupAt => ({ id: c.id, parent: c.cgroupParent });
+
+/** A cgroup_parent's components; throws for one that is not an absolute path inside the hierarchy. */
+export function cgroupParentParts(parent: string): string[] {
+  const parts = parent.split('/').filter(Boolean);
+  if (!parent.startsWith('/') || parts.some((p) => p === '..' || p === '.')) throw new Error(`cgroup_parent ${JSON.stringify(parent)} must be an absolute cgroupfs path (/a/b)`);
+  return parts;
 }
 
 /** Where a container's processes go, and what the launcher must still do there. */
@@ -33,20 +54,20 @@ export interface Cgroups {
    * cgroups of whoever started the runtime (a DaemonSet pod's container, whose end kills every
    * process left in its cgroups). Throws where the devices cannot be restricted.
    */
-  create(id: string, limits: CgroupLimits, devices: DeviceRule[]): CgroupPlacement;
+  create(at: CgroupAt, limits: CgroupLimits, devices: DeviceRule[]): CgroupPlacement;
   /** The cgroup.procs files of a container's cgroups that exist: what a command exec'd in it joins. */
-  procs(id: string): string[];
+  procs(at: CgroupAt): string[];
   /** The cgroup.procs files for the runtime's helpers that outlive it (a pod's PID namespace holder). */
   helpers(): string[];
   /** Sets a running container's limits anew (a resize), unset ones lifted; throws what the kernel refused. */
-  update(id: string, limits: CgroupLimits): void;
+  update(at: CgroupAt, limits: CgroupLimits): void;
   /** Whether the cgroup recorded an OOM kill. */
-  oomKilled(id: string): boolean;
+  oomKilled(at: CgroupAt): boolean;
   /** CPU and memory used by the container's cgroups, if it has them. */
-  usage(id: string): UsageSample | undefined;
+  usage(at: CgroupAt): UsageSample | undefined;
   /** How many processes the container's cgroup holds. */
-  processCount(id: string): number | undefined;
-  remove(id: string): void;
+  processCount(at: CgroupAt): number | undefined;
+  remove(at: CgroupAt): void;
 }
 
 const ROOT = '/sys/fs/cgroup';
@@ -77,8 +98,6 @@ function mustWrite(path: string, value: string): void {
   }
 }
 
-/** cpu.shares to cpu.weight as runc converts them (integer division): the kubelet's 100m (102 shares) is weight 4 on v2. */
-export const cpuWeight = (shares: number) => Math.max(1, Math.min(10000, 1 + Math.floor(((Math.max(2, shares) - 2) * 9999) / 262142)));
 
 function countProcs(path: string): number | undefined {
   try {
@@ -88,6 +107,29 @@ function countProcs(path: string): number | undefined {
   }
 }
 
+/** Directories from `h` down to `parts`, each made if missing (a cpuset cgroup given its parent's cpus and memory nodes). */
+function ensurePath(h: string, parts: string[]): string {
+  let d = h;
+  for (const p of parts) {
+    const next = join(d, p);
+    if (!existsSync(next)) {
+      try {
+        mkdirSync(next);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      for (const f of ['cpuset.cpus', 'cpuset.mems']) {
+        if (existsSync(join(next, f)) && !readFileSync(join(next, f), 'utf8').trim()) writeFileSync(join(next, f), readFileSync(join(d, f)));
+      }
+    }
+    d = next;
+  }
+  return d;
+}
+
+/** A unified file a container may be given: a controller's file name, never a path. */
+const UNIFIED_KEY = /^[a-z]+\.[a-z0-9_.]+$/;
+
 export function detectCgroups(): Cgroups {
   const v2 = existsSync(join(ROOT, 'cgroup.controllers'));
   const v1 = existsSync(join(ROOT, 'memory', 'memory.limit_in_bytes')) && existsSync(join(ROOT, 'cpu', 'cpu.shares'));
@@ -96,43 +138,61 @@ export function detectCgroups(): Cgroups {
     try {
       mkdirSync(dir, { recursive: true });
       // pids too, as on the kubelet's v2 nodes, so a container's pids.max exists (and counts).
-      for (const d of [ROOT, dir]) if (!tryWrite(join(d, 'cgroup.subtree_control'), '+cpu +memory +pids')) tryWrite(join(d, 'cgroup.subtree_control'), '+cpu +memory');
+      const enable = (d: string) => {
+        if (!tryWrite(join(d, 'cgroup.subtree_control'), '+cpu +memory +pids')) tryWrite(join(d, 'cgroup.subtree_control'), '+cpu +memory');
+      };
+      for (const d of [ROOT, dir]) enable(d);
+      // The container's cgroup: under its pod's cgroup (controllers enabled on the way down to it), or the runtime's.
+      const base = (at: CgroupAt) => (at.parent ? join(ROOT, ...cgroupParentParts(at.parent)) : dir);
+      const own = (at: CgroupAt) => join(base(at), at.id);
       return {
         mode: 'v2',
         detail: 'cgroup v2',
-        create(id, l, devices) {
-          const d = join(dir, id);
+        create(at, l, devices) {
+          if (at.parent) {
+            const parts = cgroupParentParts(at.parent);
+            for (let i = 0; i <= parts.length; i++) {
+              const d = ensurePath(ROOT, parts.slice(0, i));
+              enable(d);
+            }
+          }
+          const d = own(at);
           mkdirSync(d, { recursive: true });
           if (l.memoryBytes) tryWrite(join(d, 'memory.max'), String(l.memoryBytes));
           if (l.cpuQuotaUs && l.cpuPeriodUs) tryWrite(join(d, 'cpu.max'), `${l.cpuQuotaUs} ${l.cpuPeriodUs}`);
-          if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(cpuWeight(l.cpuShares)));
+          if (l.cpuShares) tryWrite(join(d, 'cpu.weight'), String(sharesToWeight(l.cpuShares)));
+          // As runc: a unified setting the kernel refuses fails the start (a file that is not there is not a setting).
+          for (const [k, v] of Object.entries(l.unified ?? {})) {
+            if (!UNIFIED_KEY.test(k)) throw new Error(`unified resource ${JSON.stringify(k)} is not a cgroup file name`);
+            if (existsSync(join(d, k))) mustWrite(join(d, k), v);
+          }
           return { procs: [join(d, 'cgroup.procs')], deviceCgroup: allDevices(devices) ? undefined : d };
         },
-        procs: (id) => [join(dir, id, 'cgroup.procs')].filter((f) => existsSync(f)),
+        procs: (at) => [join(own(at), 'cgroup.procs')].filter((f) => existsSync(f)),
         helpers() {
           // A leaf: a cgroup with controllers enabled for its children may hold no process itself.
           const d = join(dir, 'helpers');
           mkdirSync(d, { recursive: true });
           return [join(d, 'cgroup.procs')];
         },
-        update(id, l) {
-          const d = join(dir, id);
+        update(at, l) {
+          const d = own(at);
           mustWrite(join(d, 'memory.max'), l.memoryBytes ? String(l.memoryBytes) : 'max');
           mustWrite(join(d, 'cpu.max'), `${l.cpuQuotaUs ? l.cpuQuotaUs : 'max'} ${l.cpuPeriodUs ?? 100000}`);
-          if (l.cpuShares) mustWrite(join(d, 'cpu.weight'), String(cpuWeight(l.cpuShares)));
+          if (l.cpuShares) mustWrite(join(d, 'cpu.weight'), String(sharesToWeight(l.cpuShares)));
         },
-        oomKilled(id) {
+        oomKilled(at) {
           try {
-            return /^oom_kill [1-9]/m.test(readFileSync(join(dir, id, 'memory.events'), 'utf8'));
+            return /^oom_kill [1-9]/m.test(readFileSync(join(own(at), 'memory.events'), 'utf8'));
           } catch {
             return false;
           }
         },
-        usage: (id) => readCgroupV2(join(dir, id)),
-        processCount: (id) => countProcs(join(dir, id, 'cgroup.procs')),
-        remove(id) {
+        usage: (at) => readCgroupV2(own(at)),
+        processCount: (at) => countProcs(join(own(at), 'cgroup.procs')),
+        remove(at) {
           try {
-            rmdirSync(join(dir, id));
+            rmdirSync(own(at));
           } catch {
             /* still has processes or already gone */
           }
@@ -143,62 +203,70 @@ export function detectCgroups(): Cgroups {
     }
   }
   if (v1) {
-    const mem = join(ROOT, 'memory', PARENT);
-    const cpu = join(ROOT, 'cpu', PARENT);
+    const memRoot = join(ROOT, 'memory');
+    const cpuRoot = join(ROOT, 'cpu');
     // CPU accounting: cpuacct is often mounted with cpu (cpu,cpuacct); where it is a hierarchy of
     // its own, the container joins a cgroup there as well.
     const acctRoot = existsSync(join(ROOT, 'cpu', 'cpuacct.usage')) ? join(ROOT, 'cpu') : existsSync(join(ROOT, 'cpuacct', 'cpuacct.usage')) ? join(ROOT, 'cpuacct') : undefined;
-    const acct = acctRoot ? join(acctRoot, PARENT) : undefined;
-    // The cpuacct cgroups a container joins beside its cpu ones: only where it is a hierarchy of its own.
-    const ownAcct = acct && realpathSync(acctRoot!) !== realpathSync(join(ROOT, 'cpu')) ? acct : undefined;
+    // The cpuacct hierarchy a container joins beside its cpu one: only where it is a hierarchy of its own.
+    const ownAcctRoot = acctRoot && realpathSync(acctRoot) !== realpathSync(cpuRoot) ? acctRoot : undefined;
     const devicesRoot = existsSync(join(ROOT, 'devices', 'devices.allow')) ? join(ROOT, 'devices') : undefined;
-    const dev = devicesRoot ? join(devicesRoot, PARENT) : undefined;
-    // The runtime's cgroup in each hierarchy a container gets a cgroup of its own in.
-    const parents = [mem, cpu, ...(ownAcct ? [ownAcct] : []), ...(dev ? [dev] : [])];
-    const ownDirs = (id: string) => parents.map((p) => join(p, id));
+    // The hierarchies a container gets a cgroup of its own in, with limits or rules.
+    const limitedRoots = [memRoot, cpuRoot, ...(ownAcctRoot ? [ownAcctRoot] : []), ...(devicesRoot ? [devicesRoot] : [])];
+    const baseParts = (at: CgroupAt) => (at.parent ? cgroupParentParts(at.parent) : [PARENT]);
+    const ownDirs = (at: CgroupAt) => limitedRoots.map((h) => join(h, ...baseParts(at), at.id));
+    const [memOf, cpuOf] = [(at: CgroupAt) => join(memRoot, ...baseParts(at), at.id), (at: CgroupAt) => join(cpuRoot, ...baseParts(at), at.id)];
+    const acctOf = (at: CgroupAt) => (acctRoot ? join(acctRoot, ...baseParts(at), at.id) : undefined);
     try {
-      for (const p of parents) mkdirSync(p, { recursive: true });
-      const limited = [join(ROOT, 'memory'), join(ROOT, 'cpu'), ...(acctRoot ? [acctRoot] : []), ...(devicesRoot ? [devicesRoot] : [])].map((d) => realpathSync(d));
-      const others = otherHierarchies(limited);
+      for (const h of limitedRoots) mkdirSync(join(h, PARENT), { recursive: true });
+      const others = otherHierarchies(limitedRoots.map((d) => realpathSync(d)));
       return {
         mode: 'v1',
-        detail: `cgroup v1 (memory, cpu${acct ? ', cpuacct' : ''})`,
-        create(id, l, devices) {
-          if (!dev) throw new Error("the devices cgroup controller is not mounted: the container's devices cannot be restricted");
-          const dirs = ownDirs(id);
-          for (const d of dirs) mkdirSync(d, { recursive: true });
-          const [m, c, dv] = [join(mem, id), join(cpu, id), join(dev, id)];
+        detail: `cgroup v1 (memory, cpu${acctRoot ? ', cpuacct' : ''})`,
+        create(at, l, devices) {
+          if (!devicesRoot) throw new Error("the devices cgroup controller is not mounted: the container's devices cannot be restricted");
+          const parts = baseParts(at);
+          const dirs = limitedRoots.map((h) => ensurePath(h, [...parts, at.id]));
+          const dv = join(devicesRoot, ...parts, at.id);
           if (!allDevices(devices)) {
             mustWrite(join(dv, 'devices.deny'), 'a');
             for (const r of devices) mustWrite(join(dv, 'devices.allow'), v1DeviceRule(r));
           }
+          const [m, c] = [memOf(at), cpuOf(at)];
           if (l.memoryBytes) tryWrite(join(m, 'memory.limit_in_bytes'), String(l.memoryBytes));
+          // After the memory limit: memory+swap may not be below it.
+          if (l.memorySwapBytes) tryWrite(join(m, 'memory.memsw.limit_in_bytes'), String(l.memorySwapBytes));
           if (l.cpuShares) tryWrite(join(c, 'cpu.shares'), String(l.cpuShares));
           if (l.cpuQuotaUs && l.cpuPeriodUs) {
             tryWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
             tryWrite(join(c, 'cpu.cfs_quota_us'), String(l.cpuQuotaUs));
           }
-          return { procs: [...dirs.map((d) => join(d, 'cgroup.procs')), ...others()], views: dirs };
+          return { procs: [...dirs.map((d) => join(d, 'cgroup.procs')), ...others(parts)], views: dirs };
         },
-        procs: (id) => [...ownDirs(id).map((d) => join(d, 'cgroup.procs')), ...others()].filter((f) => existsSync(f)),
-        update(id, l) {
-          mustWrite(join(mem, id, 'memory.limit_in_bytes'), l.memoryBytes ? String(l.memoryBytes) : '-1');
-          if (l.cpuShares) mustWrite(join(cpu, id, 'cpu.shares'), String(l.cpuShares));
-          if (l.cpuPeriodUs) mustWrite(join(cpu, id, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
-          mustWrite(join(cpu, id, 'cpu.cfs_quota_us'), l.cpuQuotaUs ? String(l.cpuQuotaUs) : '-1');
+        procs: (at) => [...ownDirs(at).map((d) => join(d, 'cgroup.procs')), ...others(baseParts(at))].filter((f) => existsSync(f)),
+        update(at, l) {
+          const [m, c] = [memOf(at), cpuOf(at)];
+          // Lifting a limit: memory+swap first (it may not be below memory); lowering: memory first.
+          const swapFirst = !l.memoryBytes;
+          if (swapFirst && existsSync(join(m, 'memory.memsw.limit_in_bytes'))) mustWrite(join(m, 'memory.memsw.limit_in_bytes'), '-1');
+          mustWrite(join(m, 'memory.limit_in_bytes'), l.memoryBytes ? String(l.memoryBytes) : '-1');
+          if (!swapFirst && existsSync(join(m, 'memory.memsw.limit_in_bytes'))) mustWrite(join(m, 'memory.memsw.limit_in_bytes'), String(l.memorySwapBytes ?? -1));
+          if (l.cpuShares) mustWrite(join(c, 'cpu.shares'), String(l.cpuShares));
+          if (l.cpuPeriodUs) mustWrite(join(c, 'cpu.cfs_period_us'), String(l.cpuPeriodUs));
+          mustWrite(join(c, 'cpu.cfs_quota_us'), l.cpuQuotaUs ? String(l.cpuQuotaUs) : '-1');
         },
-        helpers: () => [...parents.map((p) => join(p, 'cgroup.procs')), ...others()],
-        usage: (id) => readCgroupV1(join(mem, id), acct ? join(acct, id) : undefined),
-        processCount: (id) => countProcs(join(mem, id, 'cgroup.procs')),
-        oomKilled(id) {
+        helpers: () => [...limitedRoots.map((h) => join(h, PARENT, 'cgroup.procs')), ...others([PARENT])],
+        usage: (at) => readCgroupV1(memOf(at), acctOf(at)),
+        processCount: (at) => countProcs(join(memOf(at), 'cgroup.procs')),
+        oomKilled(at) {
           try {
-            return /^oom_kill [1-9]/m.test(readFileSync(join(mem, id, 'memory.oom_control'), 'utf8'));
+            return /^oom_kill [1-9]/m.test(readFileSync(join(memOf(at), 'memory.oom_control'), 'utf8'));
           } catch {
             return false;
           }
         },
-        remove(id) {
-          for (const d of ownDirs(id)) {
+        remove(at) {
+          for (const d of ownDirs(at)) {
             try {
               rmdirSync(d);
             } catch {
@@ -215,24 +283,19 @@ export function detectCgroups(): Cgroups {
 }
 
 /**
- * The runtime's cgroup (PARENT, no limits) in every cgroup v1 hierarchy but the limited ones, and
- * in the unified one of a hybrid host: made when first asked for, and again if it was removed.
+ * The cgroup at `parts` (the container's pod cgroup, or the runtime's own) in every cgroup v1
+ * hierarchy but the limited ones, and in the unified one of a hybrid host: made when first asked
+ * for, and again if it was removed.
  */
-function otherHierarchies(limited: string[]): () => string[] {
+function otherHierarchies(limited: string[]): (parts: string[]) => string[] {
   const hierarchies = mounts()
     .filter((m) => (m.fstype === 'cgroup' || m.fstype === 'cgroup2') && m.point.startsWith(`${ROOT}/`) && !limited.includes(m.point))
     .map((m) => m.point);
-  return () => {
+  return (parts) => {
     const procs: string[] = [];
     for (const h of hierarchies) {
-      const d = join(h, PARENT);
       try {
-        if (!existsSync(d)) {
-          mkdirSync(d);
-          // A new cpuset cgroup has no CPUs or memory nodes: no process may join it until it has the root's.
-          for (const f of ['cpuset.cpus', 'cpuset.mems']) if (existsSync(join(h, f))) writeFileSync(join(d, f), readFileSync(join(h, f)));
-        }
-        procs.push(join(d, 'cgroup.procs'));
+        procs.push(join(ensurePath(h, parts), 'cgroup.procs'));
       } catch {
         /* a hierarchy we may not write: the process stays where it is there */
       }

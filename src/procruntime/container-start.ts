@@ -142,6 +142,8 @@ export function cgroupLimits(config: ContainerConfig): CgroupLimits {
     cpuQuotaUs: res?.cpu_quota && Number(res.cpu_quota) > 0 ? Number(res.cpu_quota) : undefined,
     cpuPeriodUs: res?.cpu_period ? Number(res.cpu_period) : undefined,
     memoryBytes: res?.memory_limit_in_bytes && Number(res.memory_limit_in_bytes) > 0 ? Number(res.memory_limit_in_bytes) : undefined,
+    memorySwapBytes: res?.memory_swap_limit_in_bytes && Number(res.memory_swap_limit_in_bytes) > 0 ? Number(res.memory_swap_limit_in_bytes) : undefined,
+    unified: res?.unified && Object.keys(res.unified).length ? { ...res.unified } : undefined,
   };
 }
 

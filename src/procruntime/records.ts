@@ -48,6 +48,8 @@ export interface ContainerRecord {
   isolation?: Isolation;
   /** Who the process runs as (resolved at create, from the security context and the image). */
   user?: ResolvedUser;
+  /** Its sandbox's cgroup_parent (the pod's cgroup), which its cgroups go under; absent: the runtime's own. */
+  cgroupParent?: string;
   /** How it was started: what an exec into it repeats (root, mounts, env, user, capabilities). */
   launch?: LaunchSpec;
 }

@@ -35,7 +35,7 @@ import type {
 } from '../cri/types.js';
 import { NODELET_VERSION } from '../version.js';
 import { hostIPv4 } from '../util/net.js';
-import { detectCgroups, type CgroupPlacement, type Cgroups } from './cgroups.js';
+import { cgroupAt, detectCgroups, type CgroupPlacement, type Cgroups } from './cgroups.js';
 import { deviceRules } from './devices.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from './errors.js';
 import { ImageStore } from './image-store.js';
@@ -140,7 +140,10 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       container: (id) => this.containers.get(id),
       dir: (id) => this.cdir(id),
       persist: (c) => this.persistContainer(c),
-      oomKilled: (id) => this.cgroups.oomKilled(id),
+      oomKilled: (id) => {
+        const c = this.containers.get(id);
+        return c ? this.cgroups.oomKilled(cgroupAt(c)) : false;
+      },
       exited: (c) => void this.afterExit(c),
       warn: this.warn,
       proc: opts.proc,
@@ -206,7 +209,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
   }
 
   private async afterExit(c: ContainerRecord): Promise<void> {
-    this.cgroups.remove(c.id);
+    this.cgroups.remove(cgroupAt(c));
     this.emit('CONTAINER_STOPPED_EVENT', c.id, c.sandboxId);
     await this.persistContainer(c);
   }
@@ -338,6 +341,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
       stderr: { offset: 0, pending: '' },
       user,
     };
+    if (s.config.linux?.cgroup_parent) c.cgroupParent = s.config.linux.cgroup_parent;
     // Known before its first write (persistContainer writes only the records it knows).
     this.containers.set(id, c);
     try {
@@ -399,7 +403,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     if (isolation === 'launcher' && this.cgroups.mode === 'none' && !privileged) await this.failStart(c, `the container's devices cannot be restricted: ${this.cgroups.detail}`);
     let placement: CgroupPlacement;
     try {
-      placement = this.cgroups.create(c.id, cgroupLimits(c.config), devices);
+      placement = this.cgroups.create(cgroupAt(c), cgroupLimits(c.config), devices);
     } catch (err) {
       return this.failStart(c, (err as Error).message);
     }
@@ -463,7 +467,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     this.containers.delete(c.id);
     this.statsService.forget(c.id);
     this.supervisor.forget(c.id);
-    this.cgroups.remove(c.id);
+    this.cgroups.remove(cgroupAt(c));
     await this.writes.get(c.id);
     await rm(this.cdir(c.id), { recursive: true, force: true });
     this.emit('CONTAINER_DELETED_EVENT', c.id, c.sandboxId);
@@ -525,7 +529,7 @@ export class ProcessRuntime implements RuntimeService, ImageService {
     // Written first: what the kernel refuses is the resize's error, and nothing is recorded.
     if (c.state === 'CONTAINER_RUNNING') {
       try {
-        this.cgroups.update(c.id, cgroupLimits(config));
+        this.cgroups.update(cgroupAt(c), cgroupLimits(config));
       } catch (err) {
         throw new FailedPreconditionError(`failed to update resources of container ${c.id}: ${(err as Error).message}`);
       }
@@ -543,7 +547,8 @@ export class ProcessRuntime implements RuntimeService, ImageService {
 
   /** How to run a command in a running container (src/procruntime/exec.ts). */
   prepareExec(id: string, cmd: string[]): ExecPlan {
-    return execPlan(this.container(id), this.cdir(id), cmd, this.cgroups.procs(id));
+    const c = this.container(id);
+    return execPlan(c, this.cdir(id), cmd, this.cgroups.procs(cgroupAt(c)));
   }
 
   /** What attach needs of a container: its output files, whether it runs, its stdin's write end. */

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PodSandbox, PodSandboxConfig, PodSandboxFilter, PodSandboxStatusResponse } from '../cri/types.js';
+import { cgroupParentParts } from './cgroups.js';
 import { resolvConf } from './container-files.js';
 import { InvalidArgumentError, NotFoundError } from './errors.js';
 import { byIdOrPrefix, matchLabels, nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
@@ -49,6 +50,14 @@ export class Sandboxes {
     if (!config.metadata?.name || !config.metadata.uid) throw new InvalidArgumentError('sandbox metadata needs a name and a uid');
     // One handler, '' being the default; any other name is refused as containerd refuses one it lacks.
     if (runtimeHandler !== '' && runtimeHandler !== PROCESS_RUNTIME_HANDLER) throw new InvalidArgumentError(`no runtime for "${runtimeHandler}" is configured`);
+    const parent = config.linux?.cgroup_parent;
+    if (parent) {
+      try {
+        cgroupParentParts(parent);
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    }
     const id = randomBytes(32).toString('hex');
     // Recorded before its namespaces are made, so that a runtime dying half-way knows what to undo.
     const s: SandboxRecord = { id, config, state: 'SANDBOX_NOTREADY', createdAt: nowNs(), ip: '' };

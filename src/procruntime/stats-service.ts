@@ -2,7 +2,7 @@
 // container's cgroup (or /proc where it has none), a CPU rate from two readings, the writable
 // layer's usage walked at most every 10 s; a sandbox is the sum of its containers.
 import type { ContainerStats, PodSandboxStats } from '../cri/types.js';
-import type { Cgroups } from './cgroups.js';
+import { cgroupAt, type Cgroups } from './cgroups.js';
 import { nowNs, type ContainerRecord, type SandboxRecord } from './records.js';
 import { DiskUsageCache, nanoCores, readProc, type UsageSample } from './stats.js';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ export class ProcessStatsService {
 
   private usage(c: ContainerRecord): UsageSample | undefined {
     if (c.state !== 'CONTAINER_RUNNING' || c.pid === undefined) return undefined;
-    return this.state.cgroups().usage(c.id) ?? readProc(c.pid);
+    return this.state.cgroups().usage(cgroupAt(c)) ?? readProc(c.pid);
   }
 
   async containerStats(c: ContainerRecord): Promise<ContainerStats> {
@@ -68,7 +68,7 @@ export class ProcessStatsService {
     const sum = (get: (x: ContainerStats) => { value?: unknown } | null | undefined) =>
       ({ value: String(containers.reduce((acc, x) => acc + BigInt(String(get(x)?.value ?? 0)), 0n)) });
     const running = this.state.containersOf(s.id).filter((c) => c.state === 'CONTAINER_RUNNING');
-    const processes = running.reduce((n, c) => n + (this.state.cgroups().processCount(c.id) ?? 1), 0);
+    const processes = running.reduce((n, c) => n + (this.state.cgroups().processCount(cgroupAt(c)) ?? 1), 0);
     return {
       attributes: { id: s.id, metadata: s.config.metadata, labels: s.config.labels ?? {}, annotations: s.config.annotations ?? {} },
       linux: {

@@ -1,5 +1,5 @@
 // What the runtime manager is built from. Everything is injected, so tests can pass small fakes.
-import type { V1ConfigMap, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ImageService, RuntimeService } from '../cri/services.js';
 import type { ImageManager } from '../images/image-manager.js';
 import type { EventRecorder } from '../kube/object-ref.js';
@@ -13,6 +13,14 @@ import type { ActuatedResources } from './resize.js';
 import type { SeccompSettings } from './security-profiles.js';
 import type { DnsSettings } from './dns.js';
 import type { ProbeInputs } from './pod-actions.js';
+
+export interface ContainerCgroupSettings {
+  version: 'v1' | 'v2';
+  /** v2: the container's processes are killed together on an OOM (the kubelet's default, singleProcessOOMKill false). */
+  oomGroup: boolean;
+  /** The memory controller accounts swap (v1 memory.memsw, v2 memory.swap.max): containers get none (NoSwap). */
+  swapController: boolean;
+}
 
 /** What the pod workers know of a pod's life cycle (the seed's podStateProvider). */
 export interface PodStateProvider {
@@ -59,6 +67,12 @@ export interface RuntimeManagerDeps {
   seccomp?: SeccompSettings;
   /** Crash-loop backoff of containers (10 s doubling to 300 s). */
   crashLoopBackoff: Backoff;
+  /** The pod cgroup a pod's sandbox goes under (CRI cgroup_parent); absent or undefined: the runtime's default. */
+  podCgroupParent?(pod: V1Pod): string | undefined;
+  /** A pod's resize is being actuated: its pod cgroup gets the new limits (never throws). */
+  podCgroupResized?(pod: V1Pod): void;
+  /** What the node's cgroups are: the container settings the kubelet adds for them (memory.oom.group, no swap). */
+  containerCgroups?: ContainerCgroupSettings;
   /** Node memory capacity in bytes, for the OOM score of Burstable pods. */
   memoryCapacity: number;
   /** The pods' set-up volumes and where their files go; without it a container may mount nothing. */

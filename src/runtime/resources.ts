@@ -1,6 +1,7 @@
 // CPU and memory requests/limits to CRI Linux resources, and the QoS class and OOM score that go with them.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { LinuxContainerResources } from '../cri/types.js';
+import type { ContainerCgroupSettings } from './deps.js';
 import { isMirrorPod } from '../pods/mirror-pods.js';
 import { isStaticPod } from '../pods/static-pods.js';
 import { bytes, milliCPU, parseQuantity } from '../util/quantity.js';
@@ -109,7 +110,7 @@ export function isNodeCriticalPod(pod: V1Pod): boolean {
 }
 
 /** CRI Linux resources of a container: cpu shares from the request, CFS quota from the limit (if enabled), memory limit. */
-export function linuxContainerResources(pod: V1Pod, container: V1Container, opts: { cpuCFSQuota: boolean; memoryCapacity: number }): LinuxContainerResources {
+export function linuxContainerResources(pod: V1Pod, container: V1Container, opts: { cpuCFSQuota: boolean; memoryCapacity: number; containerCgroups?: ContainerCgroupSettings }): LinuxContainerResources {
   const req = container.resources?.requests as Record<string, string> | undefined;
   const lim = container.resources?.limits as Record<string, string> | undefined;
   const cpuReq = quantity(req, 'cpu');
@@ -125,6 +126,30 @@ export function linuxContainerResources(pod: V1Pod, container: V1Container, opts
   if (opts.cpuCFSQuota && cpuLim !== undefined) {
     res.cpu_period = String(QUOTA_PERIOD_US);
     res.cpu_quota = String(milliCPUToQuota(milliCPU(cpuLim), QUOTA_PERIOD_US));
+  }
+  const cg = opts.containerCgroups;
+  if (cg?.version === 'v2') {
+    const unified: Record<string, string> = {};
+    if (cg.oomGroup) unified['memory.oom.group'] = '1';
+    if (cg.swapController) unified['memory.swap.max'] = '0';
+    if (Object.keys(unified).length) res.unified = unified;
+  } else if (cg?.swapController && res.memory_limit_in_bytes) {
+    // NoSwap on v1: memory+swap no larger than memory.
+    res.memory_swap_limit_in_bytes = res.memory_limit_in_bytes;
+  }
+  return res;
+}
+
+/**
+ * Linux resources from a cpu request and limit and a memory limit (the kubelet's
+ * calculateLinuxResources): what a sandbox is told of its pod's sum and overhead.
+ */
+export function linuxResourcesFrom(milliRequest: number, milliLimit: number, memoryLimit: number, cpuCFSQuota: boolean): LinuxContainerResources {
+  const res: LinuxContainerResources = { cpu_shares: String(milliCPUToShares(milliRequest === 0 && milliLimit !== 0 ? milliLimit : milliRequest)) };
+  if (memoryLimit > 0) res.memory_limit_in_bytes = String(memoryLimit);
+  if (cpuCFSQuota) {
+    res.cpu_period = String(QUOTA_PERIOD_US);
+    res.cpu_quota = String(milliCPUToQuota(milliLimit, QUOTA_PERIOD_US));
   }
   return res;
 }

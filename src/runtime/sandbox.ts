@@ -2,7 +2,10 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/types.js';
+import type { LinuxContainerResources, PodSandbox, PodSandboxConfig, PodSandboxStatus } from '../cri/types.js';
+import { podLimit, podRequest } from '../cm/pod-resources.js';
+import { bytes, milliCPU } from '../util/quantity.js';
+import { linuxResourcesFrom } from './resources.js';
 import { EventReasons, podRef } from '../kube/object-ref.js';
 import type { RuntimeManagerDeps } from './deps.js';
 import { DEFAULT_SECCOMP, seccompProfile } from './security-profiles.js';
@@ -29,7 +32,11 @@ export function podHostname(pod: V1Pod): string {
   return h.slice(0, 63).replace(/[-.]+$/, '');
 }
 
-export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged' | 'dns' | 'seccomp'>, pod: V1Pod, attempt: number): PodSandboxConfig {
+export function generatePodSandboxConfig(
+  deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged' | 'dns' | 'seccomp' | 'podCgroupParent' | 'cpuCFSQuota'>,
+  pod: V1Pod,
+  attempt: number,
+): PodSandboxConfig {
   const meta = pod.metadata ?? {};
   const spec = pod.spec!;
   const hostNetwork = isHostNetworkPod(pod);
@@ -64,11 +71,30 @@ export function generatePodSandboxConfig(deps: Pick<RuntimeManagerDeps, 'podLogR
       sysctls: Object.fromEntries((spec.securityContext?.sysctls ?? []).map((s) => [normalizeSysctl(s.name), s.value])),
     },
   };
+  const cgroupParent = deps.podCgroupParent?.(pod);
+  if (cgroupParent) config.linux!.cgroup_parent = cgroupParent;
+  config.linux!.resources = sandboxResources(pod, deps.cpuCFSQuota);
+  const overhead = sandboxOverhead(pod, deps.cpuCFSQuota);
+  if (overhead) config.linux!.overhead = overhead;
   // runc cannot set a hostname without its own UTS namespace; the kubelet sends none for host-network pods.
   if (!hostNetwork) config.hostname = podHostname(pod);
   const dns = podDns(pod, deps.dns).config;
   if (dns) config.dns_config = dns;
   return config;
+}
+
+/** The sum of the containers' resources, overhead excluded (calculateSandboxResources). */
+export function sandboxResources(pod: V1Pod, cpuCFSQuota: boolean): LinuxContainerResources {
+  const x = { excludeOverhead: true };
+  return linuxResourcesFrom(podRequest(pod, 'cpu', x), podLimit(pod, 'cpu', x), podLimit(pod, 'memory', x), cpuCFSQuota);
+}
+
+/** The pod's overhead, as requests equal to limits (convertOverheadToLinuxResources); none without. */
+export function sandboxOverhead(pod: V1Pod, cpuCFSQuota: boolean): LinuxContainerResources | undefined {
+  const o = pod.spec?.overhead as Record<string, string> | undefined;
+  if (!o) return undefined;
+  const cpu = o.cpu ? milliCPU(o.cpu) : 0;
+  return linuxResourcesFrom(cpu, cpu, o.memory ? bytes(o.memory) : 0, cpuCFSQuota);
 }
 
 /** Creates the pod's sandbox (and its log directory) and returns its ID. */

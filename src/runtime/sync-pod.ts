@@ -138,6 +138,8 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
   }
 
   // The resize of running containers (before any start), decreases first; one that fails stops the rest (retried next sync).
+  // The pod's cgroup gets its new limits around them: before (room for an increase) and after (a decrease, once the containers' are lower).
+  if (resizes.length) deps.podCgroupResized?.(pod);
   for (const u of resizes) {
     const r = result.add(new SyncResult('ResizePodInPlace', u.container.name));
     try {
@@ -150,6 +152,7 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
     }
   }
 
+  if (resizes.length) deps.podCgroupResized?.(pod);
   const pull = await pullSecretsForPod(deps.configSource, pod);
   const start = async (container: V1Container, type: ContainerType): Promise<boolean> => {
     const r = result.add(new SyncResult('StartContainer', container.name));

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { agentCgroupRoot, removeCgroupRoot, withCgroupRoot } from './cgroups.js';
 import { clusterEnv, eventually, freePort, projectRoot } from './cluster.js';
 
 /** Where an agent runs when not on this machine: a lab node. */
@@ -30,6 +31,8 @@ export interface RunningAgent {
   rootDir: string;
   /** Its --pod-log-root, readable from this machine. */
   podLogRoot: string;
+  /** Runs in a lab node, not on this machine. */
+  remote?: boolean;
   /** Every log line so far, parsed. */
   lines: Array<Record<string, unknown>>;
   /** SIGTERM and wait for exit; returns the exit code. */
@@ -83,10 +86,12 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     podLogRoot: env.podLogRoot,
   };
   const { rootDir, podLogRoot } = there;
-  const argv = [
+  const cgroupRoot = agentCgroupRoot(nodeName);
+  const argv = withCgroupRoot(cgroupRoot, [
     join(projectRoot, 'dist/src/cli/main.js'),
     'run',
     '--node-name', nodeName,
+    '--cgroup-root', cgroupRoot,
     ...there.flags,
     '--pod-log-root', podLogRoot,
     '--root-dir', rootDir,
@@ -98,7 +103,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     '--log-format', 'json',
     '--log-level', 'debug',
     ...extraFlags,
-  ];
+  ]);
   const child = place ? place.spawn(argv) : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   const unforward = place ? await place.forwardPort(localPort) : () => undefined;
   const lines = jsonLines(child, (chunk) => out.write(chunk));
@@ -121,6 +126,7 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     logFile,
     rootDir,
     podLogRoot,
+    remote: place !== undefined,
     lines,
     async stop() {
       if (!dead) child.kill('SIGTERM');
@@ -173,4 +179,6 @@ export async function cleanupAgent(agent: RunningAgent, runtimeEndpoint = cluste
   } finally {
     cri.close();
   }
+  // Its pods' cgroups (on this machine; a lab node's go with the node).
+  if (!agent.remote) removeCgroupRoot(agentCgroupRoot(agent.nodeName));
 }

@@ -1,7 +1,7 @@
 // The process runtime's cgroup v2 figures that must read as on a kubelet's node (runc's conversions).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpuWeight } from '../../../src/procruntime/cgroups.js';
+import { sharesToWeight as cpuWeight } from '../../../src/cm/cgroup-manager.js';
 
 test('cpu.shares convert to cpu.weight as runc converts them: the kubelet node shows 4 for 100m, 1 and 10000 at the ends', () => {
   // Measured in the lab: a 100m container (102 shares) has cpu.weight 4 on the kubelet's v2 node.

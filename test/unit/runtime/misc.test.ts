@@ -153,6 +153,6 @@ test('OOM score as the kubelet sets it: Burstable never below 3 nor 1000, a side
 
 test('sandbox sysctls go to the runtime with dots, as the kubelet normalizes them', () => {
   const pod = { metadata: { name: 'p', namespace: 'n', uid: 'u' }, spec: { containers: [], securityContext: { sysctls: [{ name: 'kernel/shm_rmid_forced', value: '1' }, { name: 'net.ipv4.conf.eno2/100.rp_filter', value: '0' }, { name: 'net/ipv4/conf/eno2.100/rp_filter', value: '2' }] } } } as V1Pod;
-  const cfg = generatePodSandboxConfig({ podLogRoot: '/logs', nodeName: 'node', allowPrivileged: false, dns: { clusterDNS: [], clusterDomain: 'cluster.local', resolvConf: '' } }, pod, 0);
+  const cfg = generatePodSandboxConfig({ podLogRoot: '/logs', nodeName: 'node', allowPrivileged: false, cpuCFSQuota: true, dns: { clusterDNS: [], clusterDomain: 'cluster.local', resolvConf: '' } }, pod, 0);
   assert.deepEqual(cfg.linux?.sysctls, { 'kernel.shm_rmid_forced': '1', 'net.ipv4.conf.eno2/100.rp_filter': '2' });
 });

@@ -1,0 +1,129 @@
+// The agent's side of the node's cgroup hierarchy (src/cm): made at start, a pod's cgroup ensured
+// before its sandbox (the kubelet's FailedToCreatePodContainer when it cannot be), the QoS cgroups
+// kept up to date, and the cgroups of pods that are gone removed by housekeeping.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { detectCgroupManager, CGROUP_ROOT } from '../cm/cgroup-manager.js';
+import { ContainerManager, ContainerManagerConfigError } from '../cm/container-manager.js';
+import type { Allocatable } from '../cm/resource-config.js';
+import type { NodeletConfig } from '../config/config.js';
+import type { HostInfo } from '../kube/host.js';
+import { podRef, type EventRecorder } from '../kube/object-ref.js';
+import type { Logger } from '../observability/logger.js';
+import type { ContainerCgroupSettings } from '../runtime/deps.js';
+import { milliCPU, parseQuantity } from '../util/quantity.js';
+
+/** The kubelet's event reason when a pod's cgroup cannot be made. */
+export const FAILED_TO_CREATE_POD_CONTAINER = 'FailedToCreatePodContainer';
+
+export class PodCgroupError extends Error {
+  override name = 'PodCgroupError';
+}
+
+/** The most processes the node can have: the smaller of pid_max and threads-max (the kubelet's pid capacity). */
+function maxPids(): number {
+  const read = (f: string) => {
+    try {
+      return Number(readFileSync(f, 'utf8').trim()) || Infinity;
+    } catch {
+      return Infinity;
+    }
+  };
+  const n = Math.min(read('/proc/sys/kernel/pid_max'), read('/proc/sys/kernel/threads-max'));
+  return Number.isFinite(n) ? n : -1;
+}
+
+/** What the node has, and what its pods together may use: capacity less system and kube reserved. */
+export function nodeResources(config: NodeletConfig, host: Pick<HostInfo, 'cpus' | 'memoryBytes'>): { capacity: Allocatable; allocatable: Allocatable } {
+  const cpu = config.capacity.cpu !== undefined ? milliCPU(config.capacity.cpu) : host.cpus * 1000;
+  const memory = config.capacity.memory !== undefined ? parseQuantity(config.capacity.memory) : host.memoryBytes;
+  const reserved = (k: 'cpu' | 'memory') => [config.systemReserved[k], config.kubeReserved[k]].reduce((n, q) => n + (q === undefined ? 0 : k === 'cpu' ? milliCPU(q) : parseQuantity(q)), 0);
+  const pids = maxPids();
+  return { capacity: { milliCPU: cpu, memory, pids }, allocatable: { milliCPU: cpu - reserved('cpu'), memory: memory - reserved('memory'), pids } };
+}
+
+export class PodCgroups {
+  private readonly manager?: ContainerManager;
+
+  constructor(
+    private readonly config: NodeletConfig,
+    host: Pick<HostInfo, 'cpus' | 'memoryBytes'>,
+    private readonly recorder: EventRecorder,
+    private readonly logger: Logger,
+  ) {
+    if (!config.cgroupsPerQOS) return;
+    const cgroups = detectCgroupManager();
+    if (!cgroups) throw new ContainerManagerConfigError('cgroupsPerQOS: no cgroup hierarchy is mounted under /sys/fs/cgroup (set cgroupsPerQOS: false to run without one)');
+    this.manager = new ContainerManager(cgroups, { ...config, ...nodeResources(config, host) }, (pid) => {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+    });
+  }
+
+  /** Makes kubepods and the QoS cgroups; a missing cgroup root is a ContainerManagerConfigError. */
+  start(): void {
+    this.manager?.start();
+    if (this.manager) this.logger.info('pod cgroups', { root: this.config.cgroupRoot, version: this.manager.version, enforceNodeAllocatable: this.config.enforceNodeAllocatable });
+  }
+
+  /** The CRI cgroup_parent of a pod's sandbox. */
+  parent(pod: V1Pod): string | undefined {
+    return this.manager?.podCgroupParent(pod);
+  }
+
+  /** The settings containers get for the node's cgroups, whether or not nodelet makes a hierarchy. */
+  containerSettings(): ContainerCgroupSettings {
+    const v2 = existsSync(join(CGROUP_ROOT, 'cgroup.controllers'));
+    // Swap accounted: v1 memory.memsw files, v2 memory.swap.max in the pods' cgroup.
+    const swap = v2 ? existsSync(join(CGROUP_ROOT, ...this.config.cgroupRoot.split('/').filter(Boolean), 'kubepods', 'memory.swap.max')) : existsSync(join(CGROUP_ROOT, 'memory', 'memory.memsw.limit_in_bytes'));
+    return { version: v2 ? 'v2' : 'v1', oomGroup: v2 && !this.config.singleProcessOOMKill, swapController: swap };
+  }
+
+  /** Ensures the pod's cgroup before its sandbox; a failure is the pod's Warning event and its sync's error. */
+  ensure(pod: V1Pod, active: V1Pod[]): void {
+    if (!this.manager || this.manager.podCgroupExists(pod)) return;
+    try {
+      this.manager.ensurePodCgroup(pod, active);
+    } catch (err) {
+      const message = `unable to ensure pod container exists: ${(err as Error).message}`;
+      this.recorder.event(podRef(pod), 'Warning', FAILED_TO_CREATE_POD_CONTAINER, message);
+      throw new PodCgroupError(`failed to ensure that the pod: ${pod.metadata?.uid ?? ''} cgroups exist and are correctly applied: ${(err as Error).message}`);
+    }
+  }
+
+  /** A resized pod's cgroup gets its new limits. */
+  resized(pod: V1Pod): void {
+    try {
+      this.manager?.updatePodCgroup(pod);
+    } catch (err) {
+      this.logger.warn('pod cgroup not updated after a resize', { uid: pod.metadata?.uid, error: (err as Error).message });
+    }
+  }
+
+  updateQOS(active: V1Pod[]): void {
+    try {
+      this.manager?.updateQOS(active);
+    } catch (err) {
+      this.logger.warn('QoS cgroups not updated', { error: (err as Error).message });
+    }
+  }
+
+  /** Removes the cgroups of pods that can no longer be running (cleanupOrphanedPodCgroups). */
+  cleanup(possiblyRunning: (uid: string) => boolean): void {
+    if (!this.manager) return;
+    for (const [uid, name] of this.manager.podCgroups()) {
+      if (possiblyRunning(uid)) continue;
+      try {
+        this.manager.destroyPodCgroup(name);
+        this.logger.debug('removed the cgroup of a pod that is gone', { uid });
+      } catch (err) {
+        // Processes dying after SIGKILL keep it busy for a moment: the next housekeeping tries again.
+        this.logger.debug('pod cgroup not removed yet', { uid, error: (err as Error).message });
+      }
+    }
+  }
+}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Makes (make) or removes (remove) a cgroupfs path, the cgroupRoot nodelet's kubepods goes under,
-# in every cgroup hierarchy of /sys/fs/cgroup: the one of cgroup v2, or each v1 hierarchy (a new
-# cpuset cgroup given its parent's cpus and memory nodes, as no process may join it otherwise).
+# in every cgroup hierarchy of /sys/fs/cgroup: the one of cgroup v2, or each v1 hierarchy and a
+# hybrid host's unified one (a new cpuset cgroup given its parent's cpus and memory nodes, as no
+# process may join it otherwise).
 #   cgroup-root.sh make|remove /PATH
 # remove takes the empty cgroups under PATH with it, bottom-up; one still holding processes stays.
 # Plain sh with mkdir, rmdir and cat only: it runs in the DaemonSet's image too.
@@ -44,7 +45,7 @@ each() {
     return
   fi
   while read -r _dev point type _rest; do
-    case $type:$point in cgroup:$root/*) "$1" "$point" ;; esac
+    case $type:$point in cgroup:$root/* | cgroup2:$root/*) "$1" "$point" ;; esac
   done </proc/self/mounts
 }
 

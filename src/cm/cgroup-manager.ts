@@ -72,7 +72,7 @@ function childNames(dir: string): string[] {
   }
 }
 
-/** cgroup v1: one directory per mounted hierarchy (cpu, memory, pids, cpuset, ... and name=systemd). */
+/** cgroup v1: one directory per mounted hierarchy (cpu, memory, pids, cpuset, ... name=systemd, and a hybrid host's unified one). */
 export class V1CgroupManager implements CgroupManager {
   readonly version = 'v1';
   constructor(private readonly hierarchies: string[]) {}
@@ -206,8 +206,10 @@ export class V2CgroupManager implements CgroupManager {
 /** The host's cgroups: v2 when the unified hierarchy is mounted at the root, else every v1 hierarchy. */
 export function detectCgroupManager(root = CGROUP_ROOT): CgroupManager | undefined {
   if (existsSync(join(root, 'cgroup.controllers'))) return new V2CgroupManager(root);
+  // A hybrid host's unified hierarchy (cgroup2 at /sys/fs/cgroup/unified) too: runc puts containers
+  // there as well, so the pod's cgroup is made and removed there as in the others.
   const hierarchies = mounts()
-    .filter((m) => m.fstype === 'cgroup' && m.point.startsWith(`${root}/`))
+    .filter((m) => (m.fstype === 'cgroup' || m.fstype === 'cgroup2') && m.point.startsWith(`${root}/`))
     .map((m) => m.point);
   return hierarchies.length ? new V1CgroupManager([...new Set(hierarchies)]) : undefined;
 }

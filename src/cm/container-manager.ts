@@ -78,7 +78,8 @@ export class ContainerManager {
   /** Makes the pod's cgroup with its limits (EnsureExists); the QoS cgroups are brought up to date first. */
   ensurePodCgroup(pod: V1Pod, active: V1Pod[]): void {
     if (this.podCgroupExists(pod)) return;
-    this.updateQOS([...active, pod]);
+    const uid = pod.metadata?.uid;
+    this.updateQOS([...active.filter((p) => p.metadata?.uid !== uid), pod]);
     const config = resourceConfigForPod(pod, { cpuCFSQuota: this.config.cpuCFSQuota });
     if (this.config.podPidsLimit > 0) config.pidsLimit = this.config.podPidsLimit;
     this.cgroups.create(podCgroupName(this.kubepods, pod), config);

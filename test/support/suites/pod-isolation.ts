@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
 import { clusterEnv, eventually, freePort } from '../cluster.js';
-import { container, createPod, NS, running, waitPod } from '../kube.js';
+import { container, createPod, deletePod, NS, podGone, running, waitPod } from '../kube.js';
+import { agentCgroupRoot } from '../cgroups.js';
 import type { TestRuntime } from '../runtimes.js';
 import { casesOf, type SuiteOptions } from '../cases.js';
 
@@ -161,6 +162,53 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
       }
     }
     if (!rt.place) assert.equal(readFileSync(`/proc/${agent.process.pid}/oom_score_adj`, 'utf8').trim(), canLower ? '-999' : '0', 'the agent');
+  });
+
+  /** A shell script's output on the node the agent runs on (this machine, or its lab node). */
+  const nodeSh = async (script: string): Promise<string> => {
+    if (!rt.place) return spawnSync('sh', ['-c', script], { encoding: 'utf8' }).stdout ?? '';
+    const child = rt.place.spawn(['sh', '-c', script]);
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    await new Promise((resolve) => child.once('exit', resolve));
+    return out;
+  };
+
+  test('pod cgroups as the kubelet\'s: kubepods/<qos>/pod<UID> under the cgroup root with the pod\'s limits (the sum of its containers\'), its containers inside, removed with the pod', async () => {
+    const v2 = (await nodeSh('test -f /sys/fs/cgroup/cgroup.controllers && echo v2')).trim() === 'v2';
+    const kubepods = `${agentCgroupRoot(node)}/kubepods`;
+    // A file of a cgroup in the controller's hierarchy (v1) or the unified one (v2).
+    const file = (cg: string, v1: [string, string], v2file: string) => (v2 ? `/sys/fs/cgroup${cg}/${v2file}` : `/sys/fs/cgroup/${v1[0]}${cg}/${v1[1]}`);
+    const readCg = async (cg: string, v1: [string, string], v2file: string) => (await nodeSh(`cat ${file(cg, v1, v2file)} 2>&1`)).trim();
+    const sleeper = (name: string, resources: object) => container(name, 'exec sleep 3600', { resources });
+    const created = {
+      guaranteed: await createPod(node, 'cg-guaranteed', { terminationGracePeriodSeconds: 1, containers: [sleeper('a', { limits: { cpu: '100m', memory: '64Mi' } }), sleeper('b', { limits: { cpu: '200m', memory: '64Mi' } })] }),
+      burstable: await createPod(node, 'cg-burstable', { terminationGracePeriodSeconds: 1, containers: [sleeper('a', { requests: { cpu: '100m' }, limits: { memory: '64Mi' } }), sleeper('b', { requests: { cpu: '100m' } })] }),
+      besteffort: await createPod(node, 'cg-besteffort', { terminationGracePeriodSeconds: 1, containers: [sleeper('a', {})] }),
+    };
+    const pods = { guaranteed: '', burstable: '', besteffort: '' };
+    for (const [qos, p] of Object.entries(created) as Array<[keyof typeof pods, V1Pod]>) {
+      const pod = await waitPod(p, 'running', 60_000, running);
+      pods[qos] = `${kubepods}${qos === 'guaranteed' ? '' : `/${qos}`}/pod${pod.metadata!.uid}`;
+      // Its containers' processes are in cgroups under the pod's.
+      const procs = await nodeSh(`cat ${file(pods[qos], ['memory', '*/cgroup.procs'], '*/cgroup.procs')} 2>/dev/null`);
+      assert.ok(procs.trim().split('\n').filter(Boolean).length >= pod.spec!.containers.length, `${qos}: processes under ${pods[qos]}: ${JSON.stringify(procs)}`);
+    }
+    const unlimited = v2 ? 'max' : '9223372036854771712';
+    // Guaranteed: 128Mi, shares of 300m (307; weight 12 on v2), quota 30 ms per 100 ms.
+    assert.equal(await readCg(pods.guaranteed, ['memory', 'memory.limit_in_bytes'], 'memory.max'), '134217728');
+    assert.equal(await readCg(pods.guaranteed, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '12' : '307');
+    assert.equal(await readCg(pods.guaranteed, ['cpu', 'cpu.cfs_quota_us'], 'cpu.max'), v2 ? '30000 100000' : '30000');
+    // Burstable: one container without a memory limit leaves the pod unlimited; shares from 200m.
+    assert.equal(await readCg(pods.burstable, ['memory', 'memory.limit_in_bytes'], 'memory.max'), unlimited);
+    assert.equal(await readCg(pods.burstable, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '8' : '204');
+    assert.equal(await readCg(`${kubepods}/burstable`, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '8' : '204', 'the Burstable class: its pods\' requests');
+    assert.equal(await readCg(pods.besteffort, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '1' : '2');
+    assert.equal(await readCg(`${kubepods}/besteffort`, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '1' : '2');
+    if (v2) assert.ok((await readCg(pods.guaranteed, ['', ''], '*/memory.oom.group')).split('\n').includes('1'), 'memory.oom.group: an OOM ends the whole container');
+    await Promise.all(Object.values(created).map((p) => deletePod(p, 1)));
+    await Promise.all(Object.values(created).map((p) => podGone(p, 60_000)));
+    await eventually('the pods\' cgroups to be removed', 30_000, async () => ((await nodeSh(Object.values(pods).map((cg) => `test -d ${file(cg, ['memory', ''], '')} && echo ${cg}`).join('; '))).trim() === '' ? true : undefined), 500);
   });
 
   test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {

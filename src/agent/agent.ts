@@ -9,7 +9,7 @@ import { standaloneNode } from '../kube/node-status.js';
 import { isStaticPod, StaticPodSource } from '../pods/static-pods.js';
 import { isMirrorPod, MirrorPodManager } from '../pods/mirror-pods.js';
 import { startEmbeddedRuntime, type EmbeddedRuntime } from './embedded-runtime.js';
-import { apiErrorMessage, httpCode, type KubeClient } from '../kube/client.js';
+import type { KubeClient } from '../kube/client.js';
 import { nodeIdentity, type NodeIdentity } from '../kube/node-identity.js';
 import { PodReflector, restWatch } from '../kube/reflector.js';
 import { podFields, type Logger } from '../observability/logger.js';
@@ -20,6 +20,7 @@ import { PodResizer } from './pod-resize.js';
 import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { PodCgroups } from './pod-cgroups.js';
+import { deleteFromApi, newStatusManager } from './status-writer.js';
 import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
 import { RuntimeState } from './runtime-state.js';
@@ -46,7 +47,7 @@ import { EventReasons, podRef } from '../kube/object-ref.js';
 import { activeDeadline, type ActiveDeadline } from '../pods/active-deadline.js';
 import { NODELET_VERSION } from '../version.js';
 import { generateAPIPodStatus, type GenerateInput } from '../status/generate.js';
-import { StatusManager } from '../status/status-manager.js';
+import type { StatusManager } from '../status/status-manager.js';
 import { ImageGCManager, nodeObjectRef } from '../images/image-gc-manager.js';
 import { CountingClock, realClock, type Clock, type Timer } from '../util/clock.js';
 import { internalSizes } from './sizes.js';
@@ -134,28 +135,16 @@ export class Agent implements PodSyncer {
       ? new ApiEventRecorder({ api: kube, component: 'nodelet', host: opts.nodeName, clock: this.clock, logger: this.logger, metrics: this.metrics })
       : new LogEventRecorder(this.logger);
     this.resizer = new PodResizer(this.recorder, () => this.clock.now());
-    // Static pods have no API object (no mirror pods yet): their status stays local, served on /pods.
-    const local = this.local;
-    const isLocal = (uid: string) => !kube || this.staticPods?.list().some((p) => p.metadata?.uid === uid) === true;
-    const toMirror = async (ns: string, name: string, uid: string, st: V1PodStatus) => {
-      const r = await local.patchPodStatus(ns, name, uid, st);
-      const m = this.mirrors?.mirrorOf(uid);
-      // A static pod's status also goes to its mirror pod in the API (with the mirror's UID).
-      return m ? kube!.patchPodStatus(m.namespace, m.name, m.uid, st) : r;
-    };
-    this.statusManager = new StatusManager(
-      {
-        listPods: (sel, rv) => (kube ? kube.listPods(sel, rv) : local.listPods()),
-        patchPodStatus: async (ns, name, uid, st) => {
-          const patched = await (isLocal(uid) ? toMirror(ns, name, uid, st) : kube!.patchPodStatus(ns, name, uid, st));
-          this.startTrace.statusSent(uid, st);
-          return patched;
-        },
-        deletePod: (ns, name, uid) => (isLocal(uid) ? local.deletePod(ns, name, uid) : kube!.deletePod(ns, name, uid)),
-      },
-      this.clock,
-      this.logger,
-    );
+    // Static pods have no API object: their status stays local (served on /pods) and goes to their mirror pod.
+    this.statusManager = newStatusManager({
+      kube,
+      local: this.local,
+      staticPods: () => this.staticPods,
+      mirrors: () => this.mirrors,
+      sent: (uid, st) => this.startTrace.statusSent(uid, st),
+      clock: this.clock,
+      logger: this.logger,
+    });
     this.workers = new PodWorkers({
       syncer: this,
       clock: this.clock,
@@ -581,16 +570,7 @@ export class Agent implements PodSyncer {
       return;
     }
     if (!pod.metadata?.deletionTimestamp || !this.kube || isStaticPod(pod)) return;
-    // As the kubelet's status manager: the API object goes only once its final status is written.
-    if (!(await this.statusManager.waitSynced(uid, 5000))) throw new Error('the final pod status is not written yet: the pod is deleted once it is');
-    try {
-      await this.kube.deletePod(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', uid);
-      this.logger.info('pod deleted from the API server', podFields(pod));
-    } catch (err) {
-      const code = httpCode(err);
-      // Gone already, or a new pod of that name (UID precondition): either way ours is done.
-      if (code !== 404 && code !== 409) throw new Error(`delete pod: ${apiErrorMessage(err)}`);
-    }
+    await deleteFromApi(this.kube, this.statusManager, pod, this.logger);
     this.statusManager.forget(uid);
     await removeDeletedPod(this.deps, { uid, fields: podFields(pod) });
   }

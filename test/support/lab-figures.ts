@@ -77,17 +77,10 @@ export async function cgroupFigures(node: string, uid: string, containerID: stri
 
 /** Where each of nodelet's agents differs from the kubelet's node on cgroup v2, measured in the lab. */
 export function figureGaps(agent: LabAgent): Partial<Record<keyof Figures, string>> {
-  const hierarchy = 'issue #35: no kubepods hierarchy and no pod cgroups yet';
-  const bothRuntimes = {
-    path: hierarchy,
-    'pod memory.max': hierarchy,
-    'pod cpu.max': hierarchy,
-    'memory.oom.group': 'issue #35: the kubelet asks for a container-wide OOM kill on v2 (singleProcessOOMKill false)',
-  };
+  // None left: the kubepods hierarchy, the pod's cgroup and memory.oom.group came with issue #35.
   switch (agent) {
     case 'nodelet-containerd':
     case 'nodelet-process':
-      return bothRuntimes;
     case 'kubelet':
       return {};
   }

@@ -18,7 +18,7 @@ runtime_only=false
 # user-mode-linux (a whole kernel as a process), bubblewrap, socat, kmod: the lab's cgroup v2 nodes (hack/lab.sh).
 # Debian's etcd-server (3.4) is older than kube-apiserver 1.37 supports, so etcd is built from Go (below).
 pkgs=(busybox-static gcc libc6-dev proot util-linux bsdutils coreutils curl ca-certificates tar zstd)
-$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl docker-registry apache2-utils skopeo chromium user-mode-linux bubblewrap socat kmod)
+$runtime_only || pkgs+=(containerd runc containernetworking-plugins make bzip2 iproute2 iptables openssl docker-registry apache2-utils skopeo chromium user-mode-linux patchelf bubblewrap socat kmod)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

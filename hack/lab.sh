@@ -29,8 +29,10 @@ LAB_PID_MAX=${LAB_PID_MAX:-4096}
 LAB_NET=10.250.0 LAB_PREFIX=24 GATEWAY=10.250.0.1 LAB_POD_NET=10.251 LAB_SERVICE_CIDR=10.97.0.0/16
 BRIDGE_DEV=labbr0 EXEC_PORT=10022 API_PORT=6443
 KUBELET_BIN="$BIN/kubelet-$KUBE_VERSION"
-UML=/usr/bin/linux.uml
-UML_MODULES=/usr/lib/uml/modules
+# The kernel the nodes boot and its modules: Debian's, or a newer one where Debian's cannot run
+# on this CPU (hack/lab/uml.sh); found when first needed.
+UML= UML_MODULES=
+find_uml() { [ -n "$UML" ] || read -r UML UML_MODULES < <("$TOP/hack/lab/uml.sh") || die "no user-mode Linux runs here"; }
 
 log() { printf '[lab] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -93,7 +95,7 @@ KC
 }
 
 require() {
-  [ -x "$UML" ] || die "$UML is missing: run 'make setup' (Debian's user-mode-linux)"
+  find_uml
   for b in "$ETCD_BIN" "$APISERVER_BIN" "$SCHEDULER_BIN" "$CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN"; do
     [ -x "$b" ] || die "$b is missing: run 'make setup'"
   done
@@ -289,11 +291,12 @@ boot_node() {
   in_ns ip tuntap add dev "$tap" mode tap
   in_ns ip link set "$tap" master "$BRIDGE_DEV" up
   in_ns ip route replace "$LAB_POD_NET.$i.0/24" via "$(node_ip "$i")"
+  find_uml
   start "node-$name" "$NETNS" "$(command -v bwrap)" --ro-bind / / --dev /dev --dev-bind /dev/net/tun /dev/net/tun \
     --proc /proc --tmpfs /tmp --bind "$dir" "$dir" --unshare-pid --setenv TMPDIR /tmp \
     "$UML" mem="$LAB_NODE_MEMORY" root=/dev/root rootfstype=hostfs hostfs=/ ro init="$TOP/hack/lab/guest-init.sh" \
     con=null con0=fd:0,fd:1 uml_dir="$dir/uml" umid="$name" "vec0:transport=tap,ifname=$tap" \
-    LAB_TOP="$TOP" LAB_NODE_DIR="$dir"
+    LAB_TOP="$TOP" LAB_NODE_DIR="$dir" LAB_UML_MODULES="$UML_MODULES"
   date +%s.%N >"$PID_DIR/node-$name.booted"
 }
 

@@ -11,7 +11,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs -o mode=755 tmpfs /tmp
 mkdir -p /tmp/upper /tmp/work /tmp/root
-insmod "/usr/lib/uml/modules/$(uname -r)/kernel/fs/overlayfs/overlay.ko" 2>/dev/null
+# The kernel's modules: Debian's directory, or the one hack/lab/uml.sh unpacked a newer kernel's into.
+modules=${LAB_UML_MODULES:-/usr/lib/uml/modules}/$(uname -r)
+insmod "$modules/kernel/fs/overlayfs/overlay.ko" 2>/dev/null
 mount -t overlay -o lowerdir=/,upperdir=/tmp/upper,workdir=/tmp/work overlay /tmp/root || {
   echo "lab: the overlay of the host's root failed" >&2; exec /bin/sh; }
 # What the node mounts beside its root: the kernel's own file systems, a fresh /tmp and /run, the
@@ -27,7 +29,7 @@ mount -t tmpfs -o mode=755 tmpfs /tmp/root/run
 mkdir -p /tmp/root/lib/modules
 mount -t tmpfs -o mode=755 tmpfs /tmp/root/lib/modules
 mkdir -p "/tmp/root/lib/modules/$(uname -r)"
-mount --bind "/usr/lib/uml/modules/$(uname -r)" "/tmp/root/lib/modules/$(uname -r)"
+mount --bind "$modules" "/tmp/root/lib/modules/$(uname -r)"
 # The node's scratch directory, straight from the host (its logs stay there after the node's end).
 mount -t hostfs -o "$LAB_NODE_DIR" hostfs "/tmp/root$LAB_NODE_DIR"
 # The overlay becomes the mount namespace's root, and the hostfs root goes: a chroot would leave

@@ -220,6 +220,9 @@ export class Agent implements PodSyncer {
    */
   async start(): Promise<void> {
     const opts = this.config;
+    // The node's cgroups first, as the kubelet's container manager: a cgroup root that is not there is a bad config.
+    this.podCgroups = new PodCgroups(opts, readHostInfo(opts.podLogRoot), this.recorder, this.logger);
+    this.podCgroups.start();
     try {
       applyOwnOomScoreAdj(opts.oomScoreAdj);
     } catch (err) {
@@ -261,8 +264,6 @@ export class Agent implements PodSyncer {
       },
     });
     const version = await checkRuntimeVersion(this.cri);
-    this.podCgroups = new PodCgroups(opts, readHostInfo(opts.podLogRoot), this.recorder, this.logger);
-    this.podCgroups.start();
     this.logger.info('container runtime initialized', { runtime: version.runtime_name, version: version.runtime_version, apiVersion: version.runtime_api_version });
     this.deps = runtimeManagerDeps(this.config, {
       cri: this.cri,

@@ -18,6 +18,8 @@ import { agentCgroupRoot } from '../cgroups.js';
 import type { TestRuntime } from '../runtimes.js';
 import { casesOf, type SuiteOptions } from '../cases.js';
 
+const POD_PIDS = 64;
+
 export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts: SuiteOptions = {}): void {
   const test = casesOf(opts);
   const env = clusterEnv();
@@ -28,7 +30,8 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
   before(async () => {
     rt = await makeRuntime();
     node = uniqueNodeName(`it-iso-${rt.name}`);
-    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint], { place: rt.place });
+    // Each pod held to 64 processes (podPidsLimit): far more than any case here starts, fewer than the pids case tries.
+    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint, '--pod-max-pids', String(POD_PIDS)], { place: rt.place });
   });
   after(async () => {
     await cleanupAgent(agent, rt.endpoint);
@@ -209,6 +212,42 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
     await Promise.all(Object.values(created).map((p) => deletePod(p, 1)));
     await Promise.all(Object.values(created).map((p) => podGone(p, 60_000)));
     await eventually('the pods\' cgroups to be removed', 30_000, async () => ((await nodeSh(Object.values(pods).map((cg) => `test -d ${file(cg, ['memory', ''], '')} && echo ${cg}`).join('; '))).trim() === '' ? true : undefined), 500);
+  });
+
+  test('podPidsLimit: the pod cgroup\'s pids.max, and a pod that starts 100 processes gets no more than that', async () => {
+    const v2 = (await nodeSh('test -f /sys/fs/cgroup/cgroup.controllers && echo v2')).trim() === 'v2';
+    // The loop in a subshell: a shell that cannot fork gives up, and the container's own goes on.
+    const script = '( i=0; while [ $i -lt 100 ]; do sleep 600 & i=$((i+1)); done ) 2>/dev/null; exec sleep 3600';
+    const created = await createPod(node, 'pids', { terminationGracePeriodSeconds: 1, containers: [container('c', script)] });
+    const pod = await waitPod(created, 'running', 60_000, running);
+    const cg = `${v2 ? '/sys/fs/cgroup' : '/sys/fs/cgroup/pids'}${agentCgroupRoot(node)}/kubepods/besteffort/pod${pod.metadata!.uid}`;
+    assert.equal((await nodeSh(`cat ${cg}/pids.max`)).trim(), String(POD_PIDS));
+    // Refused forks counted by the kernel, and no more processes than the limit (without it all 100 would run).
+    const refused = await eventually('a fork refused at the pod\'s limit', 30_000, async () => {
+      const m = /^max (\d+)/m.exec(await nodeSh(`cat ${cg}/pids.events`));
+      return m && Number(m[1]) > 0 ? Number(m[1]) : undefined;
+    }, 500);
+    const current = Number((await nodeSh(`cat ${cg}/pids.current`)).trim());
+    assert.ok(refused > 0 && current <= POD_PIDS && current > 10, `pids.current ${current}, refused ${refused}`);
+    await deletePod(created, 1);
+  });
+
+  test('an OOM in a container: reported OOMKilled with exit code 137 as the kubelet reports it; on v2 the whole container ends (memory.oom.group), not only the process the kernel picked', async (t) => {
+    // A memory hog, however bounded, runs in lab nodes only.
+    if (!rt.place) return t.skip('memory hogs run in lab nodes only');
+    const v2 = (await nodeSh('test -f /sys/fs/cgroup/cgroup.controllers && echo v2')).trim() === 'v2';
+    if (!v2) return t.skip('the lab nodes are cgroup v2');
+    const created = await createPod(node, 'oom', {
+      restartPolicy: 'Never',
+      // The shell outlives the hog unless the whole container is killed.
+      containers: [container('hog', 'tail /dev/zero; echo survived; exec sleep 3600', { resources: { limits: { memory: '32Mi' } } })],
+    });
+    const pod = await waitPod(created, 'its container to end with its hog', 120_000, (p) => (p.status?.containerStatuses?.[0]?.state?.terminated ? p : undefined));
+    const state = pod.status!.containerStatuses![0]!.state!;
+    assert.ok(state.terminated, `the container ended with its hog: ${JSON.stringify(state)}`);
+    assert.equal(state.terminated.reason, 'OOMKilled');
+    assert.equal(state.terminated.exitCode, 137);
+    assert.equal((await waitPod(pod, 'Failed', 30_000, (p) => (p.status?.phase === 'Failed' ? p : undefined))).status!.phase, 'Failed');
   });
 
   test('seccomp: RuntimeDefault refuses keyctl and new user namespaces, Unconfined allows them, a Localhost profile applies, a missing one fails the container in the runtime\'s words', async () => {

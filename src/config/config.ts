@@ -467,7 +467,8 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       const out: Record<string, string> = {};
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
         if (!['cpu', 'memory', 'ephemeral-storage', 'pods'].includes(k)) throw new ConfigError(`${field}.${k}: unknown resource (cpu, memory, ephemeral-storage, pods)`);
-        const text = typeof v === 'number' ? String(v) : v;
+        // A string may name environment variables: the DaemonSet's capacity is its own pod's limits (downward API).
+        const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? expandEnv(v, `${field}.${k}`, env) : v;
         if (typeof text !== 'string') throw new ConfigError(`${field}.${k}: expected a quantity, got ${typeName(v)}`);
         let q: number;
         try {

@@ -101,6 +101,15 @@ step('kubectl apply -k deploy/: the DaemonSet pod runs on the kubelet node and r
   }, 1000);
   assert.ok((node.spec?.taints ?? []).some((t) => t.key === 'nodelet.io/agent' && t.value === 'true' && t.effect === 'NoSchedule'), JSON.stringify(node.spec?.taints));
   assert.equal(node.metadata?.labels?.['nodelet.io/agent'], 'true');
+  // Its capacity is its DaemonSet pod's limits, not the host's (booked once, by the host's scheduler);
+  // its pods' cgroup is limited to that less kubeReserved (the agent's share of the same limits).
+  const limits = dsPod.spec!.containers[0]!.resources!.limits as Record<string, string>;
+  assert.deepEqual([node.status?.capacity?.cpu, node.status?.capacity?.memory], ['1', '2097152Ki'], JSON.stringify(node.status?.capacity));
+  assert.deepEqual([limits.cpu, limits.memory], ['1', '2Gi']);
+  assert.equal(node.status?.allocatable?.cpu, '900m');
+  const kubepods = `/sys/fs/cgroup/memory/nodelet/${HOST_NODE}/kubepods`;
+  assert.equal(readFileSync(`${kubepods}/memory.limit_in_bytes`, 'utf8').trim(), String(2 * 1024 ** 3 - 256 * 1024 ** 2));
+  assert.equal(readFileSync(`/sys/fs/cgroup/cpu/nodelet/${HOST_NODE}/kubepods/cpu.shares`, 'utf8').trim(), '921');
 });
 
 step('nodelet acts as system:node:host-0-nodelet: a Secret of its own pod is readable, one of a pod on another node is not', async () => {

@@ -91,6 +91,8 @@ export function releaseHost(d: HostDirs): void {
   }
   // The pods' bridge the DaemonSet's CNI configuration made on the host.
   spawnSync('ip', ['link', 'del', 'nodelet1'], { stdio: 'ignore' });
+  // The pods' cgroups the entrypoint made (its default root, /nodelet/<host node>), now empty.
+  spawnSync(join(projectRoot, 'deploy/cgroup-root.sh'), ['remove', `/nodelet/${HOST_NODE}`], { stdio: 'ignore' });
   rmSync(d.base, { recursive: true, force: true });
 }
 

@@ -15,8 +15,13 @@ function file(body: string, name = `c${Math.random().toString(16).slice(2)}.yaml
 }
 const head = 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\n';
 
-test('the documented deploy/config.yaml loads, with $(NODE_NAME) and $(NODE_IP) from the environment', () => {
-  const c = loadConfigFile(join(projectRoot, 'deploy/config.yaml'), { NODE_NAME: 'worker-1', NODE_IP: '10.1.2.3' });
+test('the documented deploy/config.yaml loads, with $(NODE_NAME), $(NODE_IP) and the pod\'s limits as capacity from the environment', () => {
+  const env = { NODE_NAME: 'worker-1', NODE_IP: '10.1.2.3', NODELET_CAPACITY_MILLICPU: '1000', NODELET_CAPACITY_MEMORY: '2147483648' };
+  const c = loadConfigFile(join(projectRoot, 'deploy/config.yaml'), env);
+  assert.deepEqual(c.capacity, { cpu: '1000m', memory: '2147483648' });
+  assert.deepEqual(c.systemReserved, {});
+  assert.deepEqual(c.kubeReserved, { cpu: '100m', memory: '256Mi' });
+  assert.throws(() => loadConfigFile(join(projectRoot, 'deploy/config.yaml'), { ...env, NODELET_CAPACITY_MEMORY: '' }), /capacity\.memory: environment variable NODELET_CAPACITY_MEMORY is not set/);
   assert.equal(c.nodeName, 'worker-1-nodelet');
   assert.equal(c.nodeIP, '10.1.2.3');
   assert.equal(c.port, 10350);
@@ -24,7 +29,6 @@ test('the documented deploy/config.yaml loads, with $(NODE_NAME) and $(NODE_IP) 
   assert.equal(c.syncFrequencyMs, 60_000);
   assert.deepEqual(c.crashLoopBackOff, { initialMs: 10_000, maxMs: 300_000 });
   assert.deepEqual(c.registerWithTaints, [{ key: 'nodelet.io/agent', value: 'true', effect: 'NoSchedule' }]);
-  assert.equal(c.systemReserved.cpu, '100m');
   // The DaemonSet runs pods with nodelet's own process runtime, its state on the host.
   assert.equal(c.runtime, 'process');
   assert.equal(c.processRuntime.root, '/var/lib/nodelet/process');

@@ -20,6 +20,7 @@ import { PodResizer } from './pod-resize.js';
 import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { PodCgroups } from './pod-cgroups.js';
+import { PodEvictions } from './pod-evictions.js';
 import { deleteFromApi, newStatusManager } from './status-writer.js';
 import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
@@ -99,6 +100,7 @@ export class Agent implements PodSyncer {
   private runtimeClasses?: RuntimeClassManager;
   private deps!: RuntimeManagerDeps;
   private podCgroups?: PodCgroups;
+  private evictions?: PodEvictions;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
   /** What the runtime last said of each pod, for resyncs nothing has changed since (see PodCache). */
@@ -280,13 +282,15 @@ export class Agent implements PodSyncer {
       actuated: this.resizer.actuated,
       podCgroups: this.podCgroups,
     });
+    const stats = statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now());
+    this.evictions = new PodEvictions({ clock: this.clock, logger: this.logger, recorder: this.recorder, stats, activePods: () => this.workers.activePods(), wake: (uid) => this.workers.wake(uid) });
     this.nodeApi = await startNodeApi(this.config, {
       pods: () => this.pods(),
       podStatus: (uid) => this.statusManager.podStatus(uid),
       runtime: () => this.cri,
       runningPods: () => getPods(this.deps, false),
       debug: this.debug,
-      stats: statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now()),
+      stats,
       healthy: () => this.health(),
       metrics: this.metrics,
       clock: this.clock,
@@ -347,6 +351,7 @@ export class Agent implements PodSyncer {
     this.pleg.start();
     this.eventedPleg?.start();
     this.imageGC.start();
+    this.evictions.start();
     this.reflector?.start();
     this.staticPods?.start();
     this.every(2000, () => this.housekeeping());
@@ -364,6 +369,7 @@ export class Agent implements PodSyncer {
     this.identity.stop();
     for (const l of this.loops) l.timer?.cancel();
     this.staticPods?.stop();
+    this.evictions?.stop();
     await this.reflector?.stop();
     this.eventedPleg?.stop();
     await this.pleg?.stop();
@@ -443,11 +449,13 @@ export class Agent implements PodSyncer {
     // A pod the API already shows as finished is never started again (after a restart, or once GC took its containers).
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
     const deadline = this.activeDeadline(pod);
-    if (deadline.exceeded) {
-      this.recorder.event(podRef(pod), 'Normal', deadline.exceeded.reason, deadline.exceeded.message);
+    // Evicted (its event went out then) or past its deadline: it ends here, Failed with the reason.
+    const evicted = this.evictions?.of(uid);
+    if (evicted || deadline.exceeded) {
+      if (!evicted) this.recorder.event(podRef(pod), 'Normal', deadline.exceeded!.reason, deadline.exceeded!.message);
       const { name = '', namespace = '' } = pod.metadata ?? {};
       const now = await getPodStatus(this.deps, uid, name, namespace);
-      this.statusManager.setPodStatus(pod, this.podStatus(pod, now, { evict: deadline.exceeded }));
+      this.statusManager.setPodStatus(pod, this.podStatus(pod, now, { evict: evicted ?? deadline.exceeded }));
       return { terminal: true };
     }
     if (this.mirrors && isStaticPod(pod)) {
@@ -531,7 +539,7 @@ export class Agent implements PodSyncer {
     this.probes.stopLivenessAndStartup(pod);
     const at = this.clock.now();
     const steps = explainTermination(pod, status, terminationWhy(pod));
-    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status), undefined, signal);
+    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status), this.evictions?.gracePeriodOverride(uid), signal);
     if (signal.aborted) throw new Error('kill cut short by a shorter grace period');
     const err = kill.error();
     this.debug.recordTermination(uid, at, steps, err);
@@ -543,7 +551,7 @@ export class Agent implements PodSyncer {
     const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length) throw new Error(`containers still running after kill: ${stillRunning.join(', ')}`);
     // Stopped for good: the final phase (Succeeded or Failed, whatever the restart policy).
-    const evict = this.activeDeadline(pod).exceeded;
+    const evict = this.evictions?.of(uid) ?? this.activeDeadline(pod).exceeded;
     this.statusManager.setPodStatus(pod, this.podStatus(pod, after, { podIsTerminal: true, evict }));
   }
 
@@ -562,6 +570,7 @@ export class Agent implements PodSyncer {
     }
     if (removedFromApi) {
       this.statusManager.forget(uid);
+      this.evictions?.forget(uid);
       if (isStaticPod(pod)) {
         this.local.forget(uid);
         await this.mirrors?.remove(uid);

@@ -83,6 +83,37 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
     await waitPod(pod, 'its container stopped', 30_000, (p) => (p.status?.containerStatuses?.[0]?.state?.terminated ? p : undefined));
   });
 
+  test('local storage limits evict as the kubelet\'s eviction manager: an emptyDir over its sizeLimit, a container over its ephemeral-storage limit (writable layer and logs); Failed/Evicted, the Warning event, in the kubelet\'s words', async () => {
+    // 3 MiB written once: past the 1Mi and 2Mi limits, nothing more (the node's disk is not at stake).
+    const write = (path: string) => `dd if=/dev/zero of=${path} bs=1024 count=3072 2>/dev/null; ${loop}`;
+    const emptyDir = await createPod(node, 'evict-emptydir', {
+      terminationGracePeriodSeconds: 30,
+      volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1Mi' } }],
+      containers: [container('c', write('/scratch/fill'), { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] })],
+    });
+    const rootfs = await createPod(node, 'evict-rootfs', {
+      terminationGracePeriodSeconds: 30,
+      containers: [container('c', write('/fill'), { resources: { limits: { 'ephemeral-storage': '2Mi' } } })],
+    });
+    const within = await createPod(node, 'evict-within', {
+      volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '8Mi' } }],
+      containers: [container('c', write('/scratch/fill'), { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }], resources: { limits: { 'ephemeral-storage': '8Mi' } } })],
+    });
+    for (const [p, message] of [
+      [emptyDir, 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '],
+      [rootfs, 'Container c exceeded its local ephemeral storage limit "2Mi". '],
+    ] as const) {
+      const evicted = await waitPod(p, 'Failed', 90_000, done);
+      assert.deepEqual([evicted.status!.phase, evicted.status!.reason, evicted.status!.message], ['Failed', 'Evicted', message]);
+      // Killed at once (1 s), not after its 30 s grace period.
+      assert.ok(evicted.status!.containerStatuses![0]!.state?.terminated, JSON.stringify(evicted.status!.containerStatuses));
+      await eventually(`the Evicted event of ${p.metadata!.name}`, 20_000, async () => ((await podEvents(p)).some((e) => e.type === 'Warning' && e.reason === 'Evicted' && e.message === message) ? true : undefined), 500);
+    }
+    // Under its limits it runs on.
+    assert.equal((await waitPod(within, 'running', 30_000, running)).status!.phase, 'Running');
+    await Promise.all([emptyDir, rootfs, within].map((p) => deletePod(p, 0)));
+  });
+
   test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {
     const last = new Map<string, V1Pod>();
     const watch = new k8s.Watch(kc);

@@ -19,7 +19,7 @@ import { newPlegs, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
 import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
-import { PodCgroups } from './pod-cgroups.js';
+import { nodeResources, PodCgroups } from './pod-cgroups.js';
 import { PodEvictions } from './pod-evictions.js';
 import { deleteFromApi, newStatusManager } from './status-writer.js';
 import { statsSources } from './stats-sources.js';
@@ -283,7 +283,17 @@ export class Agent implements PodSyncer {
       podCgroups: this.podCgroups,
     });
     const stats = statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now());
-    this.evictions = new PodEvictions({ clock: this.clock, logger: this.logger, recorder: this.recorder, stats, activePods: () => this.workers.activePods(), wake: (uid) => this.workers.wake(uid) });
+    const podCgroups = this.podCgroups;
+    this.evictions = new PodEvictions({
+      memoryThreshold: opts.evictionHard.memoryAvailable,
+      allocatableMemory: { capacityBytes: nodeResources(opts, readHostInfo(opts.podLogRoot)).allocatable.memory, podsWorkingSet: () => podCgroups.podsWorkingSet() },
+      clock: this.clock,
+      logger: this.logger,
+      recorder: this.recorder,
+      stats,
+      activePods: () => this.workers.activePods(),
+      wake: (uid) => this.workers.wake(uid),
+    });
     this.nodeApi = await startNodeApi(this.config, {
       pods: () => this.pods(),
       podStatus: (uid) => this.statusManager.podStatus(uid),

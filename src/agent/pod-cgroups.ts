@@ -95,6 +95,11 @@ export class PodCgroups {
     }
   }
 
+  /** The pods' memory working set together, where nodelet keeps them in kubepods. */
+  podsWorkingSet(): number | undefined {
+    return this.manager?.podsWorkingSet();
+  }
+
   /** A resized pod's cgroup gets its new limits. */
   resized(pod: V1Pod): void {
     try {

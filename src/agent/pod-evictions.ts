@@ -8,10 +8,15 @@ import type { Logger } from '../observability/logger.js';
 import { isMirrorPod } from '../pods/mirror-pods.js';
 import { isCriticalPod } from '../pods/pressure-admission.js';
 import { isStaticPod } from '../pods/static-pods.js';
-import { buildSummary, NodeCpu, type StatsSources } from '../server/stats.js';
+import type { MemoryObservation } from '../eviction/memory.js';
+import { buildSummary, NodeCpu, nodeMemory, type StatsSources } from '../server/stats.js';
 import type { Clock } from '../util/clock.js';
 
 export interface PodEvictionsDeps {
+  /** evictionHard's memory.available. */
+  memoryThreshold: string;
+  /** The pods' memory together may be this much (allocatable), and is now (kubepods' working set); undefined: not known. */
+  allocatableMemory?: { capacityBytes: number; podsWorkingSet(): number | undefined };
   clock: Clock;
   logger: Logger;
   recorder: EventRecorder;
@@ -34,6 +39,8 @@ export class PodEvictions {
       podStats: async () => new Map((await buildSummary(deps.stats, cpu)).pods.map((p) => [p.podRef.uid, p])),
       isCritical: (pod) => isCriticalPod(pod, isStaticPod(pod) || isMirrorPod(pod)),
       evict: (pod, message) => this.evict(pod, message),
+      memoryThreshold: deps.memoryThreshold,
+      observeMemory: () => this.observeMemory(),
     });
   }
 
@@ -43,6 +50,19 @@ export class PodEvictions {
 
   stop(): void {
     this.manager.stop();
+  }
+
+  /** memory.available (the node's memory less its working set) and, with kubepods, allocatableMemory.available. */
+  private observeMemory(): MemoryObservation[] {
+    const out: MemoryObservation[] = [];
+    const node = nodeMemory(new Date(this.deps.clock.now()).toISOString());
+    if (node.availableBytes !== undefined && node.workingSetBytes !== undefined) {
+      out.push({ signal: 'memory.available', availableBytes: node.availableBytes, capacityBytes: node.availableBytes + node.workingSetBytes });
+    }
+    const alloc = this.deps.allocatableMemory;
+    const pods = alloc?.podsWorkingSet();
+    if (alloc && pods !== undefined) out.push({ signal: 'allocatableMemory.available', availableBytes: Math.max(0, alloc.capacityBytes - pods), capacityBytes: alloc.capacityBytes });
+    return out;
   }
 
   private evict(pod: V1Pod, message: string): void {

@@ -17,6 +17,19 @@ export interface CgroupManager {
   pids(name: CgroupName): number[];
   /** The names of the cgroup's children. */
   children(name: CgroupName): string[];
+  /** Its memory working set (usage less inactive file pages, as cAdvisor counts it), if it can be read. */
+  memoryWorkingSet(name: CgroupName): number | undefined;
+}
+
+/** usage less the inactive file pages of a memory.stat (v1: total_inactive_file, v2: inactive_file). */
+function workingSet(usageFile: string, statFile: string, inactiveKey: string): number | undefined {
+  try {
+    const usage = Number(readFileSync(usageFile, 'utf8').trim());
+    const inactive = Number(new RegExp(`^${inactiveKey} (\\d+)$`, 'm').exec(readFileSync(statFile, 'utf8'))?.[1] ?? 0);
+    return Number.isFinite(usage) ? Math.max(0, usage - inactive) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export class CgroupError extends Error {
@@ -134,6 +147,11 @@ export class V1CgroupManager implements CgroupManager {
     const memory = this.hierarchies.find((h) => existsSync(join(h, 'memory.limit_in_bytes'))) ?? this.hierarchies[0];
     return memory ? childNames(join(memory, ...name)) : [];
   }
+
+  memoryWorkingSet(name: CgroupName): number | undefined {
+    const memory = this.hierarchies.find((h) => existsSync(join(h, 'memory.limit_in_bytes')));
+    return memory ? workingSet(join(memory, ...name, 'memory.usage_in_bytes'), join(memory, ...name, 'memory.stat'), 'total_inactive_file') : undefined;
+  }
 }
 
 /** cgroup v2: one tree; a cgroup's controllers are those its parent enables for its children. */
@@ -200,6 +218,11 @@ export class V2CgroupManager implements CgroupManager {
 
   children(name: CgroupName): string[] {
     return childNames(join(this.root, ...name));
+  }
+
+  memoryWorkingSet(name: CgroupName): number | undefined {
+    const d = join(this.root, ...name);
+    return workingSet(join(d, 'memory.current'), join(d, 'memory.stat'), 'inactive_file');
   }
 }
 

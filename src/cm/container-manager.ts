@@ -98,6 +98,11 @@ export class ContainerManager {
     this.cgroups.update(qosCgroupName(this.kubepods, 'BestEffort'), { cpuShares: MIN_SHARES });
   }
 
+  /** The pods' working set together (kubepods'), for the allocatableMemory.available signal. */
+  podsWorkingSet(): number | undefined {
+    return this.config.cgroupsPerQOS ? this.cgroups.memoryWorkingSet(this.kubepods) : undefined;
+  }
+
   /** Every pod cgroup on the node, by pod UID (GetAllPodsFromCgroups). */
   podCgroups(): Map<string, CgroupName> {
     const found = new Map<string, CgroupName>();

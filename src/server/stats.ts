@@ -187,7 +187,7 @@ export class NodeCpu {
   }
 }
 
-function nodeMemory(time: string): MemoryStats {
+export function nodeMemory(time: string): MemoryStats {
   let text = '';
   let vm = '';
   try {

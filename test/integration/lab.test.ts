@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { eventually, useClusterEnv } from '../support/cluster.js';
 import { LabNode, labClusterEnv, labContainerd, labProcessRuntime } from '../support/lab-place.js';
 import { attackSuite } from '../support/suites/attacks.js';
+import { evictionSuite } from '../support/suites/eviction.js';
 import { podIsolationSuite } from '../support/suites/pod-isolation.js';
 import { podLifecycleSuite } from '../support/suites/pod-lifecycle.js';
 import { steps } from '../support/steps.js';
@@ -243,6 +244,8 @@ describe('the integration suites on cgroup v2 nodes', { concurrency: 2 }, () => 
   describe('pod lifecycle, nodelet\'s process runtime (lab-2)', () => podLifecycleSuite(() => labProcessRuntime(new LabNode('lab-2'), 'lifecycle'), { cases: LAB_CASES.lifecycle }));
   describe('pod isolation, nodelet on containerd (lab-1)', () => podIsolationSuite(() => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.isolation }));
   describe('pod isolation, nodelet\'s process runtime (lab-2)', () => podIsolationSuite(() => labProcessRuntime(new LabNode('lab-2'), 'isolation'), { cases: LAB_CASES.isolation }));
+  describe('eviction, nodelet on containerd (lab-1)', () => evictionSuite(() => labContainerd(new LabNode('lab-1'))));
+  describe('eviction, nodelet\'s process runtime (lab-2)', () => evictionSuite(() => labProcessRuntime(new LabNode('lab-2'), 'eviction')));
   describe('attacks, nodelet on containerd (lab-1)', () => attackSuite(new LabNode('lab-1'), () => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.attacks }));
   describe('attacks, nodelet\'s process runtime (lab-2)', () => attackSuite(new LabNode('lab-2'), () => labProcessRuntime(new LabNode('lab-2'), 'attacks'), { cases: LAB_CASES.attacks }));
 });

@@ -6,6 +6,7 @@ import { after, before, describe } from 'node:test';
 import { useClusterEnv } from '../support/cluster.js';
 import { labDown, labUp } from '../support/lab.js';
 import { LabNode, labClusterEnv, labContainerd, labKubelet, labProcessRuntime } from '../support/lab-place.js';
+import { evictionSuite } from '../support/suites/eviction.js';
 import { nodeApiSuite } from '../support/suites/node-api.js';
 import { podIsolationSuite } from '../support/suites/pod-isolation.js';
 import { podLifecycleSuite } from '../support/suites/pod-lifecycle.js';
@@ -26,10 +27,12 @@ describe('the integration suites on cgroup v2 nodes', { concurrency: 2 }, () => 
     describe('pod lifecycle', () => podLifecycleSuite(() => labContainerd(lab1)));
     describe('pod isolation', () => podIsolationSuite(() => labContainerd(lab1)));
     describe('node API', () => nodeApiSuite(() => labContainerd(lab1), { kubelet: () => labKubelet(lab3) }));
+    describe('eviction', () => evictionSuite(() => labContainerd(lab1)));
   });
   describe("nodelet's process runtime (lab-2)", () => {
     describe('pod lifecycle', () => podLifecycleSuite(() => labProcessRuntime(lab2, 'lifecycle')));
     describe('pod isolation', () => podIsolationSuite(() => labProcessRuntime(lab2, 'isolation')));
     describe('node API', () => nodeApiSuite(() => labProcessRuntime(lab2, 'node-api'), { kubelet: () => labKubelet(lab3) }));
+    describe('eviction', () => evictionSuite(() => labProcessRuntime(lab2, 'eviction')));
   });
 });

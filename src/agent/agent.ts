@@ -19,8 +19,8 @@ import { newPlegs, type EventedPLEG } from '../pleg/evented-pleg.js';
 import { PodResizer } from './pod-resize.js';
 import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
-import { nodeResources, PodCgroups } from './pod-cgroups.js';
-import { PodEvictions } from './pod-evictions.js';
+import { PodCgroups } from './pod-cgroups.js';
+import { newPodEvictions, type PodEvictions } from './pod-evictions.js';
 import { deleteFromApi, newStatusManager } from './status-writer.js';
 import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
@@ -283,17 +283,8 @@ export class Agent implements PodSyncer {
       podCgroups: this.podCgroups,
     });
     const stats = statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now());
-    const podCgroups = this.podCgroups;
-    this.evictions = new PodEvictions({
-      memoryThreshold: opts.evictionHard.memoryAvailable,
-      allocatableMemory: { capacityBytes: nodeResources(opts, readHostInfo(opts.podLogRoot)).allocatable.memory, podsWorkingSet: () => podCgroups.podsWorkingSet() },
-      clock: this.clock,
-      logger: this.logger,
-      recorder: this.recorder,
-      stats,
-      activePods: () => this.workers.activePods(),
-      wake: (uid) => this.workers.wake(uid),
-    });
+    const parts = { clock: this.clock, logger: this.logger, recorder: this.recorder, stats, activePods: () => this.workers.activePods(), wake: (uid: string) => this.workers.wake(uid) };
+    this.evictions = newPodEvictions(opts, readHostInfo(opts.podLogRoot), this.podCgroups, parts);
     this.nodeApi = await startNodeApi(this.config, {
       pods: () => this.pods(),
       podStatus: (uid) => this.statusManager.podStatus(uid),

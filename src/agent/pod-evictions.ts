@@ -11,6 +11,9 @@ import { isStaticPod } from '../pods/static-pods.js';
 import type { MemoryObservation } from '../eviction/memory.js';
 import { buildSummary, NodeCpu, nodeMemory, type StatsSources } from '../server/stats.js';
 import type { Clock } from '../util/clock.js';
+import type { NodeletConfig } from '../config/config.js';
+import type { HostInfo } from '../kube/host.js';
+import { nodeResources, type PodCgroups } from './pod-cgroups.js';
 
 export interface PodEvictionsDeps {
   /** evictionHard's memory.available. */
@@ -86,4 +89,15 @@ export class PodEvictions {
   forget(uid: string): void {
     this.evicted.delete(uid);
   }
+}
+
+/** The agent's evictions from its configuration: evictionHard's memory threshold, allocatable from capacity less reserved. */
+export function newPodEvictions(
+  config: NodeletConfig,
+  host: Pick<HostInfo, 'cpus' | 'memoryBytes'>,
+  podCgroups: PodCgroups,
+  parts: Omit<PodEvictionsDeps, 'memoryThreshold' | 'allocatableMemory'>,
+): PodEvictions {
+  const allocatableMemory = { capacityBytes: nodeResources(config, host).allocatable.memory, podsWorkingSet: () => podCgroups.podsWorkingSet() };
+  return new PodEvictions({ ...parts, memoryThreshold: config.evictionHard.memoryAvailable, allocatableMemory });
 }

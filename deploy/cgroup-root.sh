@@ -44,6 +44,8 @@ each() {
     "$1" $root
     return
   fi
+  # No mount table (a bare chroot): no hierarchy to make it in; nodelet then says the root is missing.
+  [ -r /proc/self/mounts ] || return 0
   while read -r _dev point type _rest; do
     case $type:$point in cgroup:$root/* | cgroup2:$root/*) "$1" "$point" ;; esac
   done </proc/self/mounts

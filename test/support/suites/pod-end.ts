@@ -91,7 +91,13 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
       volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1Mi' } }],
       containers: [container('c', write('/scratch/fill'), { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] })],
     });
+    // Its own limit passed, the pod's total (2Mi + 8Mi) not: the container's message.
     const rootfs = await createPod(node, 'evict-rootfs', {
+      terminationGracePeriodSeconds: 30,
+      containers: [container('c', write('/fill'), { resources: { limits: { 'ephemeral-storage': '2Mi' } } }), container('idle', loop, { resources: { limits: { 'ephemeral-storage': '8Mi' } } })],
+    });
+    // One container: the pod's total is its limit, and the pod's message comes first (the kubelet's order).
+    const total = await createPod(node, 'evict-total', {
       terminationGracePeriodSeconds: 30,
       containers: [container('c', write('/fill'), { resources: { limits: { 'ephemeral-storage': '2Mi' } } })],
     });
@@ -102,16 +108,16 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
     for (const [p, message] of [
       [emptyDir, 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '],
       [rootfs, 'Container c exceeded its local ephemeral storage limit "2Mi". '],
+      [total, 'Pod ephemeral local storage usage exceeds the total limit of containers 2Mi. '],
     ] as const) {
-      const evicted = await waitPod(p, 'Failed', 90_000, done);
+      // Failed with the message at once; its containers stopped within the 1 s grace period (not its 30 s).
+      const evicted = await waitPod(p, 'Failed, its containers stopped', 90_000, (x) => (done(x) && x.status?.containerStatuses?.every((c) => c.state?.terminated) ? x : undefined));
       assert.deepEqual([evicted.status!.phase, evicted.status!.reason, evicted.status!.message], ['Failed', 'Evicted', message]);
-      // Killed at once (1 s), not after its 30 s grace period.
-      assert.ok(evicted.status!.containerStatuses![0]!.state?.terminated, JSON.stringify(evicted.status!.containerStatuses));
       await eventually(`the Evicted event of ${p.metadata!.name}`, 20_000, async () => ((await podEvents(p)).some((e) => e.type === 'Warning' && e.reason === 'Evicted' && e.message === message) ? true : undefined), 500);
     }
     // Under its limits it runs on.
     assert.equal((await waitPod(within, 'running', 30_000, running)).status!.phase, 'Running');
-    await Promise.all([emptyDir, rootfs, within].map((p) => deletePod(p, 0)));
+    await Promise.all([emptyDir, rootfs, total, within].map((p) => deletePod(p, 0)));
   });
 
   test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {

@@ -104,7 +104,7 @@ step('kubectl apply -k deploy/: the DaemonSet pod runs on the kubelet node and r
   // Its capacity is its DaemonSet pod's limits, not the host's (booked once, by the host's scheduler);
   // its pods' cgroup is limited to that less kubeReserved (the agent's share of the same limits).
   const limits = dsPod.spec!.containers[0]!.resources!.limits as Record<string, string>;
-  assert.deepEqual([node.status?.capacity?.cpu, node.status?.capacity?.memory], ['1', '2097152Ki'], JSON.stringify(node.status?.capacity));
+  assert.deepEqual([node.status?.capacity?.cpu, node.status?.capacity?.memory], ['1', '2Gi'], JSON.stringify(node.status?.capacity));
   assert.deepEqual([limits.cpu, limits.memory], ['1', '2Gi']);
   assert.equal(node.status?.allocatable?.cpu, '900m');
   const kubepods = `/sys/fs/cgroup/memory/nodelet/${HOST_NODE}/kubepods`;

@@ -3,6 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mounts } from '../procruntime/procfs.js';
+import { readCgroupV1, readCgroupV2 } from '../procruntime/stats.js';
 import type { CgroupName, ResourceConfig } from './resource-config.js';
 
 export interface CgroupManager {
@@ -19,17 +20,6 @@ export interface CgroupManager {
   children(name: CgroupName): string[];
   /** Its memory working set (usage less inactive file pages, as cAdvisor counts it), if it can be read. */
   memoryWorkingSet(name: CgroupName): number | undefined;
-}
-
-/** usage less the inactive file pages of a memory.stat (v1: total_inactive_file, v2: inactive_file). */
-function workingSet(usageFile: string, statFile: string, inactiveKey: string): number | undefined {
-  try {
-    const usage = Number(readFileSync(usageFile, 'utf8').trim());
-    const inactive = Number(new RegExp(`^${inactiveKey} (\\d+)$`, 'm').exec(readFileSync(statFile, 'utf8'))?.[1] ?? 0);
-    return Number.isFinite(usage) ? Math.max(0, usage - inactive) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export class CgroupError extends Error {
@@ -58,6 +48,29 @@ function readPids(dir: string, into: Set<number>): void {
     return;
   }
   for (const e of entries) readPids(join(dir, e), into);
+}
+
+/**
+ * The cgroup at `parts` under hierarchy `h`, each level made if missing: a new cpuset cgroup has no
+ * cpus or memory nodes (no process may join it) until given its parent's. Returns its directory.
+ */
+export function ensureCgroupPath(h: string, parts: readonly string[]): string {
+  let d = h;
+  for (const p of parts) {
+    const next = join(d, p);
+    if (!existsSync(next)) {
+      try {
+        mkdirSync(next);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new CgroupError(`failed to create cgroup "${next}": ${(err as Error).message}`);
+      }
+      for (const f of ['cpuset.cpus', 'cpuset.mems']) {
+        if (existsSync(join(next, f)) && !readFileSync(join(next, f), 'utf8').trim()) write(join(next, f), readFileSync(join(d, f), 'utf8').trim());
+      }
+    }
+    d = next;
+  }
+  return d;
 }
 
 /** rmdir bottom-up: a cgroup directory goes only once its children have. */
@@ -99,22 +112,7 @@ export class V1CgroupManager implements CgroupManager {
   }
 
   create(name: CgroupName, config: ResourceConfig): void {
-    for (const h of this.hierarchies) {
-      // Each level made in turn: a new cpuset cgroup has no cpus or memory nodes until given its parent's.
-      for (let i = 1; i <= name.length; i++) {
-        const d = join(h, ...name.slice(0, i));
-        if (existsSync(d)) continue;
-        try {
-          mkdirSync(d);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new CgroupError(`failed to create cgroup "${d}": ${(err as Error).message}`);
-        }
-        for (const f of ['cpuset.cpus', 'cpuset.mems']) {
-          const parent = join(d, '..', f);
-          if (existsSync(join(d, f)) && !readFileSync(join(d, f), 'utf8').trim()) write(join(d, f), readFileSync(parent, 'utf8').trim());
-        }
-      }
-    }
+    for (const h of this.hierarchies) ensureCgroupPath(h, name);
     this.update(name, config);
   }
 
@@ -150,7 +148,7 @@ export class V1CgroupManager implements CgroupManager {
 
   memoryWorkingSet(name: CgroupName): number | undefined {
     const memory = this.hierarchies.find((h) => existsSync(join(h, 'memory.limit_in_bytes')));
-    return memory ? workingSet(join(memory, ...name, 'memory.usage_in_bytes'), join(memory, ...name, 'memory.stat'), 'total_inactive_file') : undefined;
+    return memory ? readCgroupV1(join(memory, ...name), undefined)?.workingSetBytes : undefined;
   }
 }
 
@@ -221,8 +219,7 @@ export class V2CgroupManager implements CgroupManager {
   }
 
   memoryWorkingSet(name: CgroupName): number | undefined {
-    const d = join(this.root, ...name);
-    return workingSet(join(d, 'memory.current'), join(d, 'memory.stat'), 'inactive_file');
+    return readCgroupV2(join(this.root, ...name))?.workingSetBytes;
   }
 }
 

@@ -1,7 +1,7 @@
 // CPU and memory limits through cgroups, where the host lets us write them (v1 or v2).
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sharesToWeight } from '../cm/cgroup-manager.js';
+import { ensureCgroupPath, sharesToWeight } from '../cm/cgroup-manager.js';
 import { v1DeviceRule, type DeviceRule } from './devices.js';
 import { mounts } from './procfs.js';
 import { readCgroupV1, readCgroupV2, type UsageSample } from './stats.js';
@@ -107,26 +107,6 @@ function countProcs(path: string): number | undefined {
   }
 }
 
-/** Directories from `h` down to `parts`, each made if missing (a cpuset cgroup given its parent's cpus and memory nodes). */
-function ensurePath(h: string, parts: string[]): string {
-  let d = h;
-  for (const p of parts) {
-    const next = join(d, p);
-    if (!existsSync(next)) {
-      try {
-        mkdirSync(next);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-      for (const f of ['cpuset.cpus', 'cpuset.mems']) {
-        if (existsSync(join(next, f)) && !readFileSync(join(next, f), 'utf8').trim()) writeFileSync(join(next, f), readFileSync(join(d, f)));
-      }
-    }
-    d = next;
-  }
-  return d;
-}
-
 /** A unified file a container may be given: a controller's file name, never a path. */
 const UNIFIED_KEY = /^[a-z]+\.[a-z0-9_.]+$/;
 
@@ -150,11 +130,10 @@ export function detectCgroups(): Cgroups {
         detail: 'cgroup v2',
         create(at, l, devices) {
           if (at.parent) {
-            const parts = cgroupParentParts(at.parent);
-            for (let i = 0; i <= parts.length; i++) {
-              const d = ensurePath(ROOT, parts.slice(0, i));
-              enable(d);
-            }
+            // Down from the root, each level made and its controllers enabled for the next.
+            let d = ROOT;
+            enable(d);
+            for (const p of cgroupParentParts(at.parent)) enable((d = ensureCgroupPath(d, [p])));
           }
           const d = own(at);
           mkdirSync(d, { recursive: true });
@@ -226,7 +205,7 @@ export function detectCgroups(): Cgroups {
         create(at, l, devices) {
           if (!devicesRoot) throw new Error("the devices cgroup controller is not mounted: the container's devices cannot be restricted");
           const parts = baseParts(at);
-          const dirs = limitedRoots.map((h) => ensurePath(h, [...parts, at.id]));
+          const dirs = limitedRoots.map((h) => ensureCgroupPath(h, [...parts, at.id]));
           const dv = join(devicesRoot, ...parts, at.id);
           if (!allDevices(devices)) {
             mustWrite(join(dv, 'devices.deny'), 'a');
@@ -295,7 +274,7 @@ function otherHierarchies(limited: string[]): (parts: string[]) => string[] {
     const procs: string[] = [];
     for (const h of hierarchies) {
       try {
-        procs.push(join(ensurePath(h, parts), 'cgroup.procs'));
+        procs.push(join(ensureCgroupPath(h, parts), 'cgroup.procs'));
       } catch {
         /* a hierarchy we may not write: the process stays where it is there */
       }

@@ -283,7 +283,17 @@ export class Agent implements PodSyncer {
       podCgroups: this.podCgroups,
     });
     const stats = statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now());
-    const parts = { clock: this.clock, logger: this.logger, recorder: this.recorder, stats, activePods: () => this.workers.activePods(), wake: (uid: string) => this.workers.wake(uid) };
+    const parts = {
+      clock: this.clock,
+      logger: this.logger,
+      recorder: this.recorder,
+      stats,
+      activePods: () => this.workers.activePods(),
+      wake: (uid: string) => this.workers.wake(uid),
+      nodeEvent: (type: 'Warning' | 'Normal', reason: string, message: string) => this.recorder.event(nodeObjectRef(opts.nodeName, this.nodeController?.nodeObject?.metadata?.uid), type, reason, message),
+      imageFsPath: () => this.imageGC?.imageFsStats()?.mountpoint || undefined,
+      reclaimers: { deleteAllUnusedContainers: () => this.collectGarbage(true), deleteUnusedImages: async () => this.imageGC?.deleteUnusedImages() },
+    };
     this.evictions = newPodEvictions(opts, readHostInfo(opts.podLogRoot), this.podCgroups, parts);
     this.nodeApi = await startNodeApi(this.config, {
       pods: () => this.pods(),
@@ -312,7 +322,7 @@ export class Agent implements PodSyncer {
     });
     if (this.kube) {
       this.nodeController = new NodeController({
-        imageFs: () => this.imageGC?.imageFsStats(),
+        pressure: () => this.evictions?.conditions() ?? new Set(),
         api: this.kube,
         runtimeHealth: () => this.runtimeState.health(),
         config: this.config,
@@ -359,7 +369,7 @@ export class Agent implements PodSyncer {
     this.every(60_000, () => this.collectGarbage());
     this.every(60_000, async () => this.podCgroups?.updateQOS(this.workers.activePods()));
     this.every(5000, () => this.runtimeState.refresh());
-    // The image filesystem's use for DiskPressure, as often as the kubelet's eviction manager reads it.
+    // The image filesystem (its mountpoint is the eviction manager's imagefs), as often as the kubelet's eviction manager reads it.
     this.every(10_000, async () => void (await this.imageGC?.readImageFs().catch(() => undefined)));
     this.logger.info('nodelet started', { node: this.config.nodeName, ...this.nodeApi.ports });
   }
@@ -615,9 +625,10 @@ export class Agent implements PodSyncer {
     }
   }
 
-  private async collectGarbage(): Promise<void> {
+  /** Container GC; for the eviction manager, with the dead containers of terminated pods too (DeleteAllUnusedContainers). */
+  private async collectGarbage(evictTerminatedPods = false): Promise<void> {
     try {
-      const report = await garbageCollect(this.deps, defaultGCPolicy, this.sourcesReady);
+      const report = await garbageCollect(this.deps, defaultGCPolicy, this.sourcesReady, evictTerminatedPods);
       if (report.containersRemoved + report.sandboxesRemoved + report.logDirsRemoved > 0) this.logger.info('garbage collected', { ...report });
     } catch (err) {
       this.logger.warn('garbage collection failed', { error: (err as Error).message });

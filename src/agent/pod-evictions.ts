@@ -1,36 +1,71 @@
-// The agent's side of evictions: the eviction manager (src/eviction) reading the pods' stats as
-// /stats/summary does, and the pods it evicted, each remembered until its worker has killed it and
-// written its final status (Failed, Evicted, the kubelet's message).
+// The agent's side of evictions: the eviction manager (src/eviction) fed with the node's signals
+// (memory from /proc/meminfo, the pods' from kubepods, the node and image filesystems by statfs,
+// processes from /proc) and the pods' stats as /stats/summary reads them; the pods it evicted,
+// each remembered until its worker has killed it and written its final status (Failed, Evicted,
+// the kubelet's message).
+import { readFileSync, statSync, statfsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { EVICTED_REASON, EvictionManager, IMMEDIATE_EVICTION_GRACE_SECONDS } from '../eviction/eviction-manager.js';
+import { EVICTED_REASON, EvictionManager, type Eviction, type NodeReclaimers } from '../eviction/eviction-manager.js';
+import { parseThresholds, type NodeConditionType, type Observations, type Threshold } from '../eviction/thresholds.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import type { Logger } from '../observability/logger.js';
 import { isMirrorPod } from '../pods/mirror-pods.js';
 import { isCriticalPod } from '../pods/pressure-admission.js';
 import { isStaticPod } from '../pods/static-pods.js';
-import type { MemoryObservation } from '../eviction/memory.js';
 import { buildSummary, NodeCpu, nodeMemory, type StatsSources } from '../server/stats.js';
 import type { Clock } from '../util/clock.js';
 import type { NodeletConfig } from '../config/config.js';
-import type { HostInfo } from '../kube/host.js';
+import { existing, type HostInfo } from '../kube/host.js';
 import { nodeResources, type PodCgroups } from './pod-cgroups.js';
 
 export interface PodEvictionsDeps {
-  /** evictionHard's memory.available. */
-  memoryThreshold: string;
+  thresholds: Threshold[];
+  pressureTransitionPeriodMs: number;
+  maxPodGracePeriodSeconds: number;
   /** The pods' memory together may be this much (allocatable), and is now (kubepods' working set); undefined: not known. */
   allocatableMemory?: { capacityBytes: number; podsWorkingSet(): number | undefined };
+  /** The node filesystem (pod logs and directories). */
+  nodeFsPath: string;
+  /** Where the runtime keeps its images, when known. */
+  imageFsPath(): string | undefined;
   clock: Clock;
   logger: Logger;
   recorder: EventRecorder;
+  /** An event on the Node. */
+  nodeEvent(type: 'Warning' | 'Normal', reason: string, message: string): void;
   stats: StatsSources;
   activePods(): V1Pod[];
   /** The pod's worker is asked to sync now (it then finds the pod evicted and ends it). */
   wake(uid: string): void;
+  reclaimers?: NodeReclaimers;
+}
+
+/** Bytes and inodes of the filesystem holding a path, as signals; nothing when it cannot be read. */
+function fsObservations(path: string | undefined, bytes: 'nodefs.available' | 'imagefs.available', inodes: 'nodefs.inodesFree' | 'imagefs.inodesFree'): Observations {
+  if (!path) return {};
+  try {
+    const s = statfsSync(path);
+    const out: Observations = { [bytes]: { available: s.bavail * s.bsize, capacity: s.blocks * s.bsize } };
+    // Some filesystems (btrfs, overlay on some kernels) report no inode counts: no signal then.
+    if (s.files > 0) out[inodes] = { available: s.ffree, capacity: s.files };
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+function sameFilesystem(a: string, b: string | undefined): boolean {
+  if (!b) return true;
+  try {
+    return statSync(a).dev === statSync(b).dev;
+  } catch {
+    return true;
+  }
 }
 
 export class PodEvictions {
-  private readonly evicted = new Map<string, { reason: string; message: string }>();
+  private readonly evicted = new Map<string, Eviction>();
   private readonly manager: EvictionManager;
 
   constructor(private readonly deps: PodEvictionsDeps) {
@@ -38,12 +73,17 @@ export class PodEvictions {
     this.manager = new EvictionManager({
       clock: deps.clock,
       logger: deps.logger,
+      thresholds: deps.thresholds,
+      pressureTransitionPeriodMs: deps.pressureTransitionPeriodMs,
+      maxPodGracePeriodSeconds: deps.maxPodGracePeriodSeconds,
       activePods: deps.activePods,
+      observe: () => this.observe(),
       podStats: async () => new Map((await buildSummary(deps.stats, cpu)).pods.map((p) => [p.podRef.uid, p])),
       isCritical: (pod) => isCriticalPod(pod, isStaticPod(pod) || isMirrorPod(pod)),
-      evict: (pod, message) => this.evict(pod, message),
-      memoryThreshold: deps.memoryThreshold,
-      observeMemory: () => this.observeMemory(),
+      evict: (pod, eviction) => this.evict(pod, eviction),
+      nodeEvent: deps.nodeEvent,
+      dedicatedImageFs: () => !sameFilesystem(deps.nodeFsPath, deps.imageFsPath()),
+      reclaimers: deps.reclaimers,
     });
   }
 
@@ -55,35 +95,49 @@ export class PodEvictions {
     this.manager.stop();
   }
 
-  /** memory.available (the node's memory less its working set) and, with kubepods, allocatableMemory.available. */
-  private observeMemory(): MemoryObservation[] {
-    const out: MemoryObservation[] = [];
+  /** The pressure conditions the node reports now. */
+  conditions(): ReadonlySet<NodeConditionType> {
+    return this.manager.conditions();
+  }
+
+  /** One pass of the eviction manager (tests and the first status). */
+  synchronize(): Promise<V1Pod[]> {
+    return this.manager.synchronize();
+  }
+
+  /** The node's signals: memory.available (the node's memory less its working set), allocatableMemory.available with kubepods, the filesystems, pids. */
+  private async observe(): Promise<Observations> {
+    const out: Observations = {};
     const node = nodeMemory(new Date(this.deps.clock.now()).toISOString());
-    if (node.availableBytes !== undefined && node.workingSetBytes !== undefined) {
-      out.push({ signal: 'memory.available', availableBytes: node.availableBytes, capacityBytes: node.availableBytes + node.workingSetBytes });
-    }
+    if (node.availableBytes !== undefined && node.workingSetBytes !== undefined) out['memory.available'] = { available: node.availableBytes, capacity: node.availableBytes + node.workingSetBytes };
     const alloc = this.deps.allocatableMemory;
     const pods = alloc?.podsWorkingSet();
-    if (alloc && pods !== undefined) out.push({ signal: 'allocatableMemory.available', availableBytes: Math.max(0, alloc.capacityBytes - pods), capacityBytes: alloc.capacityBytes });
+    if (alloc && pods !== undefined) out['allocatableMemory.available'] = { available: Math.max(0, alloc.capacityBytes - pods), capacity: alloc.capacityBytes };
+    Object.assign(out, fsObservations(this.deps.nodeFsPath, 'nodefs.available', 'nodefs.inodesFree'));
+    // The kubelet observes imagefs whether or not it is the node filesystem.
+    Object.assign(out, fsObservations(this.deps.imageFsPath() ?? this.deps.nodeFsPath, 'imagefs.available', 'imagefs.inodesFree'));
+    const pids = await processCount();
+    if (pids !== undefined) out['pid.available'] = { available: maxPid() - pids, capacity: maxPid() };
     return out;
   }
 
-  private evict(pod: V1Pod, message: string): void {
+  private evict(pod: V1Pod, eviction: Eviction): void {
     const uid = pod.metadata?.uid ?? '';
     if (this.evicted.has(uid)) return;
-    this.deps.recorder.event(podRef(pod), 'Warning', EVICTED_REASON, message);
-    this.evicted.set(uid, { reason: EVICTED_REASON, message });
+    this.deps.recorder.event(podRef(pod), 'Warning', EVICTED_REASON, eviction.message);
+    this.evicted.set(uid, eviction);
     this.deps.wake(uid);
   }
 
   /** Why the pod was evicted, if it was: what its final status says. */
-  of(uid: string): { reason: string; message: string } | undefined {
-    return this.evicted.get(uid);
+  of(uid: string): { reason: string; message: string; disruptionTarget: boolean } | undefined {
+    const e = this.evicted.get(uid);
+    return e && { reason: EVICTED_REASON, message: e.message, disruptionTarget: e.disruptionTarget };
   }
 
-  /** The grace period its kill gets: the kubelet's immediate one for an evicted pod. */
+  /** The grace period its kill gets: the one its eviction chose. */
   gracePeriodOverride(uid: string): number | undefined {
-    return this.evicted.has(uid) ? IMMEDIATE_EVICTION_GRACE_SECONDS : undefined;
+    return this.evicted.get(uid)?.gracePeriodSeconds;
   }
 
   forget(uid: string): void {
@@ -91,13 +145,39 @@ export class PodEvictions {
   }
 }
 
-/** The agent's evictions from its configuration: evictionHard's memory threshold, allocatable from capacity less reserved. */
+/** The kubelet's MaxPID: the smaller of pid_max and threads-max. */
+function maxPid(): number {
+  const read = (f: string) => Number(readFileSync(f, 'utf8').trim()) || Infinity;
+  try {
+    const n = Math.min(read('/proc/sys/kernel/pid_max'), read('/proc/sys/kernel/threads-max'));
+    return Number.isFinite(n) ? n : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+async function processCount(): Promise<number | undefined> {
+  try {
+    return (await readdir('/proc')).filter((d) => /^\d+$/.test(d)).length;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The agent's evictions from its configuration: its thresholds, allocatable from capacity less reserved. */
 export function newPodEvictions(
   config: NodeletConfig,
   host: Pick<HostInfo, 'cpus' | 'memoryBytes'>,
   podCgroups: PodCgroups,
-  parts: Omit<PodEvictionsDeps, 'memoryThreshold' | 'allocatableMemory'>,
+  parts: Omit<PodEvictionsDeps, 'thresholds' | 'pressureTransitionPeriodMs' | 'maxPodGracePeriodSeconds' | 'allocatableMemory' | 'nodeFsPath'>,
 ): PodEvictions {
   const allocatableMemory = { capacityBytes: nodeResources(config, host).allocatable.memory, podsWorkingSet: () => podCgroups.podsWorkingSet() };
-  return new PodEvictions({ ...parts, memoryThreshold: config.evictionHard.memoryAvailable, allocatableMemory });
+  return new PodEvictions({
+    ...parts,
+    thresholds: parseThresholds(config),
+    pressureTransitionPeriodMs: config.evictionPressureTransitionPeriodMs,
+    maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+    allocatableMemory,
+    nodeFsPath: existing(config.podLogRoot),
+  });
 }

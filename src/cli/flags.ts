@@ -54,6 +54,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'node-status-update-frequency': ['nodeStatusUpdateFrequency', 'duration', 'how often node status is computed (default 10s)'],
   'static-pod-path': ['staticPodPath', 'string', 'a directory of static pod manifests, watched'],
   'pod-manifest-path': ['staticPodPath', 'string', "the kubelet's name of --static-pod-path"],
+  'eviction-max-pod-grace-period': ['evictionMaxPodGracePeriod', 'int', 'the longest grace period (seconds) of a pod evicted for a soft threshold (default 0)'],
   'eviction-pressure-transition-period': ['evictionPressureTransitionPeriod', 'duration', 'a pressure condition stays True this long after it was last observed (default 5m)'],
   runtime: ['runtime', 'string', 'cri (a runtime at --runtime-endpoint) or process (nodelet\'s own)'],
   'log-level': ['logLevel', 'string', 'error|warn|info|debug (default info)'],

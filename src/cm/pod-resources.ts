@@ -3,7 +3,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
 
-export type ResourceName = 'cpu' | 'memory';
+export type ResourceName = 'cpu' | 'memory' | 'ephemeral-storage';
 type Requirements = { requests?: Record<string, string>; limits?: Record<string, string> };
 
 const parseFor = (r: ResourceName) => (q: string) => (r === 'cpu' ? milliCPU(q) : bytes(q));

@@ -7,7 +7,9 @@ import { parse as parseYaml } from 'yaml';
 import { parseQuantity } from '../util/quantity.js';
 
 import { SysctlAllowlist } from '../pods/sysctls.js';
-import { goDuration } from '../util/duration.js';
+import { DEFAULT_EVICTION_HARD, EvictionConfigError, parseThresholds, type ThresholdConfig } from '../eviction/thresholds.js';
+import { goDuration, parseDuration } from '../util/duration.js';
+export { parseDuration };
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -129,7 +131,15 @@ export interface NodeletConfig {
   kubeReserved: ResourceList;
   /** Overrides of what is measured from the host. */
   capacity: ResourceList;
-  evictionHard: { memoryAvailable: string; nodefsAvailable: string; imagefsAvailable: string; pidAvailable: string };
+  /** Thresholds by signal (memory.available, nodefs.available, ...), as the kubelet's; given, they replace the defaults unless mergeDefaultEvictionSettings. */
+  evictionHard: Record<string, string>;
+  evictionSoft: Record<string, string>;
+  /** A soft threshold's grace period, by signal (Go durations). */
+  evictionSoftGracePeriod: Record<string, string>;
+  evictionMinimumReclaim: Record<string, string>;
+  /** The longest grace period (seconds) of a pod evicted for a soft threshold. */
+  evictionMaxPodGracePeriod: number;
+  mergeDefaultEvictionSettings: boolean;
   /** A pressure condition stays True this long after its threshold was last crossed. */
   evictionPressureTransitionPeriodMs: number;
   nodeLabels: Record<string, string>;
@@ -218,7 +228,12 @@ export function defaultConfig(): NodeletConfig {
     systemReserved: {},
     kubeReserved: {},
     capacity: {},
-    evictionHard: { memoryAvailable: '100Mi', nodefsAvailable: '10%', imagefsAvailable: '15%', pidAvailable: '5%' },
+    evictionHard: { ...DEFAULT_EVICTION_HARD },
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionMinimumReclaim: {},
+    evictionMaxPodGracePeriod: 0,
+    mergeDefaultEvictionSettings: false,
     evictionPressureTransitionPeriodMs: 300_000,
     nodeLabels: {},
     registerWithTaints: [],
@@ -244,14 +259,6 @@ export function defaultConfig(): NodeletConfig {
   };
 }
 
-/** "1m30s", "500ms", "10s" (Go's duration syntax, the kubelet config's). */
-export function parseDuration(text: string): number | undefined {
-  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return undefined;
-  let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-  return total;
-}
-
 /** Replaces $(NAME) with the environment variable NAME; a missing variable is an error naming the field. */
 export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv): string {
   return value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_m, name: string) => {
@@ -261,7 +268,7 @@ export function expandEnv(value: string, field: string, env: NodeJS.ProcessEnv):
   });
 }
 
-type Kind = 'struct' | 'quantity' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'eviction' | 'enum' | 'processRuntime' | 'ip' | 'ipList';
+type Kind = 'struct' | 'quantity' | 'string' | 'stringList' | 'int' | 'number' | 'bool' | 'duration' | 'endpoint' | 'quantityMap' | 'stringMap' | 'taints' | 'backoff' | 'enum' | 'processRuntime' | 'ip' | 'ipList';
 
 interface FieldSpec {
   kind: Kind;
@@ -346,7 +353,12 @@ const fields: Record<string, FieldSpec> = {
   systemReserved: { kind: 'quantityMap' },
   kubeReserved: { kind: 'quantityMap' },
   capacity: { kind: 'quantityMap' },
-  evictionHard: { kind: 'eviction' },
+  evictionHard: { kind: 'stringMap' },
+  evictionSoft: { kind: 'stringMap' },
+  evictionSoftGracePeriod: { kind: 'stringMap' },
+  evictionMinimumReclaim: { kind: 'stringMap' },
+  evictionMaxPodGracePeriod: { kind: 'int', min: 0, max: 86400 * 365 },
+  mergeDefaultEvictionSettings: { kind: 'bool' },
   evictionPressureTransitionPeriod: { kind: 'duration', prop: 'evictionPressureTransitionPeriodMs', min: 0 },
   nodeLabels: { kind: 'stringMap' },
   registerWithTaints: { kind: 'taints' },
@@ -514,33 +526,6 @@ function convert(field: string, spec: FieldSpec, raw: unknown, env: NodeJS.Proce
       }
       return out;
     }
-    case 'eviction': {
-      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fail('a map of thresholds');
-      const out = { ...defaultConfig().evictionHard };
-      for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-        if (!(k in out)) throw new ConfigError(`${field}.${k}: unknown field (${Object.keys(out).join(', ')})`);
-        if (typeof v !== 'string' || !(/^-?\d+(\.\d+)?%$/.test(v) || safeQuantity(v))) throw new ConfigError(`${field}.${k}: expected a quantity or a percentage, got ${typeName(v)}`);
-        // As the kubelet's eviction thresholds: a percentage within 0-100%, a quantity not negative.
-        if (v.endsWith('%')) {
-          const pct = Number(v.slice(0, -1));
-          if (pct < 0) throw new ConfigError(`${field}.${k}: eviction percentage threshold must be >= 0%: ${v}`);
-          if (pct > 100) throw new ConfigError(`${field}.${k}: eviction percentage threshold must be <= 100%: ${v}`);
-        } else if (parseQuantity(v) < 0) {
-          throw new ConfigError(`${field}.${k}: eviction threshold must be positive: ${v}`);
-        }
-        out[k as keyof typeof out] = v;
-      }
-      return out;
-    }
-  }
-}
-
-function safeQuantity(v: string): boolean {
-  try {
-    parseQuantity(v);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -652,6 +637,24 @@ function checkNodeAllocatable(c: NodeletConfig): void {
   if (!c.cgroupRoot.startsWith('/') || c.cgroupRoot.split('/').some((p) => p === '..' || p === '.')) throw new ConfigError(`cgroupRoot: ${JSON.stringify(c.cgroupRoot)} must be an absolute cgroupfs path (/ or /a/b)`);
 }
 
+/** The eviction settings as the kubelet reads them: the default hard thresholds merged in when asked, each map checked in its words. */
+function checkEviction(c: NodeletConfig): void {
+  if (c.mergeDefaultEvictionSettings) c.evictionHard = { ...DEFAULT_EVICTION_HARD, ...c.evictionHard };
+  const none = { evictionHard: {}, evictionSoft: {}, evictionSoftGracePeriod: {}, evictionMinimumReclaim: {}, enforceNodeAllocatable: [] };
+  const check = (field: string, part: Partial<ThresholdConfig>) => {
+    try {
+      parseThresholds({ ...none, ...part });
+    } catch (err) {
+      if (err instanceof EvictionConfigError) throw new ConfigError(`${field}: ${err.message}`);
+      throw err;
+    }
+  };
+  check('evictionHard', { evictionHard: c.evictionHard });
+  check('evictionSoftGracePeriod', { evictionSoftGracePeriod: c.evictionSoftGracePeriod });
+  check('evictionSoft', { evictionSoft: c.evictionSoft, evictionSoftGracePeriod: c.evictionSoftGracePeriod });
+  check('evictionMinimumReclaim', { evictionMinimumReclaim: c.evictionMinimumReclaim });
+}
+
 /** Checks what must hold once file and flags are combined. */
 export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   if (!c.nodeName) throw new ConfigError('nodeName: required (in the config file or --node-name)');
@@ -672,6 +675,7 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
     throw new ConfigError('maxParallelImagePulls cannot be larger than 1 unless serializeImagePulls is set to false');
   }
   checkNodeAllocatable(c);
+  checkEviction(c);
   try {
     new SysctlAllowlist(c.allowedUnsafeSysctls);
   } catch (err) {

@@ -45,7 +45,7 @@ function fsSize(path: string): { size: number; avail: number } {
 }
 
 /** The first existing ancestor of `path` (the pod log root may not exist yet). */
-function existing(path: string): string {
+export function existing(path: string): string {
   let p = path;
   for (;;) {
     try {
@@ -75,34 +75,3 @@ export function readHostInfo(nodeFsPath: string): HostInfo {
   };
 }
 
-export interface PressureSignals {
-  memoryAvailableBytes: number;
-  memoryTotalBytes: number;
-  nodefsAvailableBytes: number;
-  nodefsTotalBytes: number;
-  /** The runtime's image filesystem, when known (it may be the node filesystem itself). */
-  imagefsAvailableBytes?: number;
-  imagefsTotalBytes?: number;
-  pidsUsed: number;
-  pidMax: number;
-}
-
-export function readPressureSignals(nodeFsPath: string): PressureSignals {
-  const meminfo = readTrim('/proc/meminfo');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(meminfo)?.[1] ?? 0) * 1024;
-  const fs = fsSize(existing(nodeFsPath));
-  let pids = 0;
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).length;
-  } catch {
-    pids = 0;
-  }
-  return {
-    memoryAvailableBytes: kb('MemAvailable') || os.freemem(),
-    memoryTotalBytes: kb('MemTotal') || os.totalmem(),
-    nodefsAvailableBytes: fs.avail,
-    nodefsTotalBytes: fs.size,
-    pidsUsed: pids,
-    pidMax: Number(readTrim('/proc/sys/kernel/pid_max')) || 32768,
-  };
-}

@@ -7,8 +7,9 @@ import type { NodeletConfig } from '../config/config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { apiErrorMessage, httpCode, type NodeApi } from './client.js';
-import { readHostInfo, readPressureSignals, type HostInfo, type PressureSignals } from './host.js';
-import { computeNodeStatus, newNode, pressuresObserved, type PressureKind, nodeLabels, nodeStatusChanged, nodeTaints, type RuntimeHealth } from './node-status.js';
+import { readHostInfo, type HostInfo } from './host.js';
+import type { NodeConditionType } from '../eviction/thresholds.js';
+import { computeNodeStatus, newNode, nodeLabels, nodeStatusChanged, nodeTaints, type RuntimeHealth } from './node-status.js';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 const UNSCHEDULABLE_ANNOTATION = 'nodelet.io/unschedulable-on-shutdown';
@@ -25,9 +26,8 @@ export interface NodeControllerOptions {
   logger: Logger;
   /** Injected for tests; read from the host otherwise. */
   host?: () => HostInfo;
-  pressure?: () => PressureSignals;
-  /** The image filesystem as image GC last read it (undefined: not read yet), for DiskPressure. */
-  imageFs?: () => { capacityBytes: number; availableBytes: number } | undefined;
+  /** The pressure conditions the eviction manager reports now (none without one). */
+  pressure?: () => ReadonlySet<NodeConditionType>;
 }
 
 /** A MicroTime as the API server reads it: RFC 3339 with six fractional digits. */
@@ -46,14 +46,12 @@ export class NodeController {
   private stopped = false;
   private registered = false;
   private readonly host: () => HostInfo;
-  private readonly pressure: () => PressureSignals;
-  /** When each pressure was last observed, for the eviction pressure transition period. */
-  private readonly pressureObservedAt: Partial<Record<PressureKind, number>> = {};
+  private readonly pressure: () => ReadonlySet<NodeConditionType>;
   readonly stats = { statusPatches: 0, leaseRenewals: 0, errors: 0 };
 
   constructor(private readonly opts: NodeControllerOptions) {
     this.host = opts.host ?? (() => readHostInfo(opts.config.podLogRoot));
-    this.pressure = opts.pressure ?? (() => readPressureSignals(opts.config.podLogRoot));
+    this.pressure = opts.pressure ?? (() => new Set());
   }
 
   get nodeObject(): V1Node | undefined {
@@ -101,16 +99,9 @@ export class NodeController {
     tick();
   }
 
-  private withImageFs(p: PressureSignals): PressureSignals {
-    const fs = this.opts.imageFs?.();
-    return fs ? { ...p, imagefsAvailableBytes: fs.availableBytes, imagefsTotalBytes: fs.capacityBytes } : p;
-  }
-
   private async statusNow(previous?: V1NodeStatus): Promise<V1NodeStatus> {
-    const pressure = this.withImageFs(this.pressure());
+    const pressure = this.pressure();
     const now = this.opts.clock.now();
-    const seen = pressuresObserved(this.opts.config, pressure);
-    for (const k of ['memory', 'disk', 'pid'] as const) if (seen[k]) this.pressureObservedAt[k] = now;
     return computeNodeStatus({
       config: this.opts.config,
       host: this.host(),
@@ -119,7 +110,6 @@ export class NodeController {
       port: this.opts.port(),
       runtime: this.opts.runtimeHealth(),
       pressure,
-      pressureObservedAt: this.pressureObservedAt,
       previous,
       now,
     });

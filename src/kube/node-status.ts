@@ -3,7 +3,8 @@
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
 import type { NodeletConfig, ResourceList } from '../config/config.js';
 import { parseQuantity } from '../util/quantity.js';
-import type { HostInfo, PressureSignals } from './host.js';
+import { hardEvictionReservation, parseThresholds, type NodeConditionType } from '../eviction/thresholds.js';
+import type { HostInfo } from './host.js';
 
 export interface RuntimeHealth {
   /** `containerd://1.6.20` */
@@ -19,10 +20,9 @@ export interface NodeStatusInput {
   kubeletVersion: string;
   port: number;
   runtime: RuntimeHealth;
-  pressure: PressureSignals;
+  /** The pressure conditions the eviction manager reports. */
+  pressure: ReadonlySet<NodeConditionType>;
   previous?: V1NodeStatus;
-  /** When each pressure was last observed (the node controller's record). */
-  pressureObservedAt?: Partial<Record<PressureKind, number>>;
   now: number;
 }
 
@@ -59,10 +59,6 @@ function amount(list: ResourceList, key: keyof ResourceList): number {
   return v === undefined ? 0 : parseQuantity(v);
 }
 
-function threshold(value: string, total: number): number {
-  return value.endsWith('%') ? (Number(value.slice(0, -1)) / 100) * total : parseQuantity(value);
-}
-
 export function capacityAndAllocatable(config: NodeletConfig, host: HostInfo): { capacity: Record<string, string>; allocatable: Record<string, string> } {
   const over = config.capacity;
   const cpu = over.cpu !== undefined ? parseQuantity(over.cpu) : host.cpus;
@@ -71,8 +67,9 @@ export function capacityAndAllocatable(config: NodeletConfig, host: HostInfo): {
   const pods = over.pods !== undefined ? parseQuantity(over.pods) : config.maxPods;
   const reserved = (k: keyof ResourceList) => amount(config.systemReserved, k) + amount(config.kubeReserved, k);
   // As the kubelet: hard eviction thresholds are kept out of allocatable too.
-  const memEviction = threshold(config.evictionHard.memoryAvailable, memory);
-  const fsEviction = threshold(config.evictionHard.nodefsAvailable, storage);
+  const thresholds = parseThresholds(config);
+  const memEviction = hardEvictionReservation(thresholds, 'memory.available', memory);
+  const fsEviction = hardEvictionReservation(thresholds, 'nodefs.available', storage);
   const milli = (cores: number) => Math.max(0, Math.round(cores * 1000));
   const cpuText = (m: number) => (m % 1000 === 0 ? String(m / 1000) : `${m}m`);
   const memText = (b: number) => `${Math.max(0, Math.floor(b / KiB))}Ki`;
@@ -106,30 +103,12 @@ function condition(type: string, status: boolean, reason: string, message: strin
   };
 }
 
-export type PressureKind = 'memory' | 'disk' | 'pid';
-
-/** Which hard eviction thresholds the signals cross now. */
-export function pressuresObserved(config: NodeletConfig, pressure: PressureSignals): Record<PressureKind, boolean> {
-  const imagefsTotal = pressure.imagefsTotalBytes ?? 0;
-  return {
-    memory: pressure.memoryAvailableBytes < threshold(config.evictionHard.memoryAvailable, pressure.memoryTotalBytes),
-    disk:
-      (pressure.nodefsTotalBytes > 0 && pressure.nodefsAvailableBytes < threshold(config.evictionHard.nodefsAvailable, pressure.nodefsTotalBytes)) ||
-      (imagefsTotal > 0 && (pressure.imagefsAvailableBytes ?? 0) < threshold(config.evictionHard.imagefsAvailable, imagefsTotal)),
-    pid: pressure.pidMax - pressure.pidsUsed < threshold(config.evictionHard.pidAvailable, pressure.pidMax),
-  };
-}
-
 export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
   const { config, host, pressure, previous, now } = input;
   const { capacity, allocatable } = capacityAndAllocatable(config, host);
-  const seen = pressuresObserved(config, pressure);
-  // As the kubelet's eviction manager: a pressure stays reported for the transition period after
-  // it was last observed, so that a node near its threshold does not flap.
-  const held = (k: PressureKind) => seen[k] || (input.pressureObservedAt?.[k] !== undefined && now - input.pressureObservedAt[k]! < config.evictionPressureTransitionPeriodMs);
-  const memPressure = held('memory');
-  const diskPressure = held('disk');
-  const pidPressure = held('pid');
+  const memPressure = pressure.has('MemoryPressure');
+  const diskPressure = pressure.has('DiskPressure');
+  const pidPressure = pressure.has('PIDPressure');
   const ready = input.runtime.notReadyMessage === undefined;
   return {
     capacity,

@@ -149,10 +149,12 @@ export async function removeDeletedPod(deps: RuntimeManagerDeps, pod: { uid: str
 /**
  * @param allSourcesReady only then are pods the agent does not know treated as gone
  *   (before the first list from the API server every pod would look unknown).
+ * @param evictTerminatedPods the containers of pods that have ended (still in the API) go too,
+ *   as the kubelet's DeleteAllUnusedContainers frees disk for its eviction manager.
  */
-export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy, allSourcesReady: boolean): Promise<GCReport> {
+export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy, allSourcesReady: boolean, evictTerminatedPods = false): Promise<GCReport> {
   const report: GCReport = { containersRemoved: 0, sandboxesRemoved: 0, logDirsRemoved: 0 };
-  const gone: PodGone = (uid) => allSourcesReady && deps.podState.shouldPodContentBeRemoved(uid);
+  const gone: PodGone = (uid) => allSourcesReady && (deps.podState.shouldPodContentBeRemoved(uid) || (evictTerminatedPods && deps.podState.shouldPodRuntimeBeRemoved(uid)));
   const mine = { label_selector: { [NodeNameLabel]: deps.nodeName } };
   const listContainers = async () => (await deps.runtime.listContainers(mine)).map(gcContainer);
 

@@ -89,6 +89,7 @@ export interface PodSummary {
   network?: NetworkStats;
   volume?: Array<FsStats & { name: string }>;
   'ephemeral-storage'?: FsStats;
+  process_stats?: { process_count?: number };
 }
 
 export interface Summary {

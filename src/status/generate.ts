@@ -20,8 +20,8 @@ export interface GenerateInput {
   probes?: { updatePodStatus(pod: V1Pod, status: Pick<V1PodStatus, 'containerStatuses' | 'initContainerStatuses'>): void };
   /** Its containers have stopped for good (after a kill on deletion, or at its end). */
   podIsTerminal?: boolean;
-  /** The node ends the pod (activeDeadlineSeconds passed): phase Failed with this reason and message. */
-  evict?: { reason: string; message: string };
+  /** The node ends the pod (evicted, or activeDeadlineSeconds passed): phase Failed with this reason and message; an eviction for node pressure says so in a DisruptionTarget condition too. */
+  evict?: { reason: string; message: string; disruptionTarget?: boolean };
   /** In-place resize: the resources allocated (the pod as allocated), those each running container has, and the resize conditions. */
   resize?: { allocatedPod: V1Pod; actuated: (containerID: string) => V1ResourceRequirements | undefined; conditions: V1PodCondition[] };
   /** The status last computed for the pod (the status manager's), newer than the API's copy until it is written and seen. */
@@ -228,6 +228,13 @@ function condition(type: string, ok: boolean, now: number, old: V1PodCondition[]
   return { type, status, lastTransitionTime, lastProbeTime: null as unknown as undefined, ...(ok ? {} : { reason, message }) };
 }
 
+const DISRUPTION_TARGET = 'DisruptionTarget';
+
+/** The condition the kubelet's eviction manager sets on a pod it evicts for node pressure. */
+function disruptionTarget(message: string, now: number, old: V1PodCondition[] | undefined): V1PodCondition {
+  const prev = old?.find((c) => c.type === DISRUPTION_TARGET && c.status === 'True');
+  return { type: DISRUPTION_TARGET, status: 'True', reason: 'TerminationByKubelet', message, lastTransitionTime: prev?.lastTransitionTime ?? iso(now), lastProbeTime: null as unknown as undefined };
+}
 
 const containersReadyOk = (notReady: string[], completed: boolean) => notReady.length === 0 && !completed;
 
@@ -294,7 +301,8 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const podReady = notReady.length === 0 && !completed && gates.length === 0;
   const conditions: V1PodCondition[] = [
     // Conditions other controllers own (DisruptionTarget, readiness gates' ...) are theirs: kept as they are.
-    ...(api.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
+    ...(api.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type) && !(input.evict?.disruptionTarget && c.type === DISRUPTION_TARGET)),
+    ...(input.evict?.disruptionTarget ? [disruptionTarget(input.evict.message, now, api.conditions)] : []),
     condition('PodReadyToStartContainers', sandboxReady, now, old.conditions),
     condition('Initialized', notInitialized.length === 0 || phase === 'Succeeded', now, old.conditions, 'ContainersNotInitialized', `containers with incomplete status: [${notInitialized.join(' ')}]`),
     gates.length ? condition('Ready', false, now, old.conditions, 'ReadinessGatesNotReady', gates.join(', ')) : condition('Ready', podReady, now, old.conditions, readyReason, readyMessage),

@@ -26,7 +26,7 @@ export function evictionSuite(makeRuntime: () => Promise<TestRuntime>, opts: Sui
     const dir = join(clusterEnv().clusterDir, 'test-agents');
     mkdirSync(dir, { recursive: true });
     const config = join(dir, `${node}.yaml`);
-    writeFileSync(config, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\ncapacity: {memory: 400Mi}\nevictionHard: {memoryAvailable: 100Mi}\n');
+    writeFileSync(config, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\ncapacity: {memory: 400Mi}\nevictionHard: {memory.available: 100Mi}\n');
     agent = await startAgent(node, ['--config', config, '--runtime-endpoint', rt.endpoint], { place: rt.place });
   });
   after(async () => {

@@ -3,6 +3,9 @@
 // a deleted pod's last status before it goes has a terminal phase, and readiness gates hold Ready
 // until the gate's condition (written by someone else) is True, that condition kept.
 import { test, before, after } from 'node:test';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -118,6 +121,51 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
     // Under its limits it runs on.
     assert.equal((await waitPod(within, 'running', 30_000, running)).status!.phase, 'Running');
     await Promise.all([emptyDir, rootfs, total, within].map((p) => deletePod(p, 0)));
+  });
+
+  test('node pressure, as the kubelet\'s eviction manager: a pod filling the node filesystem past evictionHard nodefs.available is evicted first (DiskPressure, EvictionThresholdMet on the Node, Failed/Evicted with DisruptionTarget and the kubelet\'s message); a pod within its request runs on', async () => {
+    // The node filesystem (pod directories and logs) is a 64 MiB tmpfs of its own: the pressure is
+    // made there, and the host's disk is never at stake.
+    const nodefs = mkdtempSync(join(clusterEnv().clusterDir, 'nodefs-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m,mode=0755', 'nodelet-test-nodefs', nodefs]);
+    const cfg = join(nodefs, 'config.yaml');
+    writeFileSync(cfg, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nevictionHard: {nodefs.available: 40Mi}\ncontainerLogMaxSize: 100Mi\n');
+    const pressured = uniqueNodeName(`it-nodefs-${rt.name}`);
+    const a = await startAgent(pressured, ['--runtime-endpoint', rt.endpoint, '--config', cfg, '--pod-log-root', join(nodefs, 'logs'), '--root-dir', join(nodefs, 'root')]);
+    try {
+      const bystander = await createPod(pressured, 'bystander', { containers: [container('c', loop, { resources: { requests: { 'ephemeral-storage': '10Mi' } } })] });
+      await waitPod(bystander, 'running', 60_000, running);
+      // 30 MiB in an emptyDir: 64 - 30 is under 40 MiB available.
+      const filler = await createPod(pressured, 'filler', {
+        terminationGracePeriodSeconds: 30,
+        volumes: [{ name: 'scratch', emptyDir: {} }],
+        containers: [container('c', `dd if=/dev/zero of=/scratch/fill bs=1048576 count=30 2>/dev/null; ${loop}`, { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] })],
+      });
+      const evicted = await waitPod(filler, 'Failed, its containers stopped', 90_000, (x) => (done(x) && x.status?.containerStatuses?.every((c) => c.state?.terminated) ? x : undefined));
+      // Its space back at once, before the next pass could find the node still short.
+      await deletePod(evicted, 0);
+      assert.equal(evicted.status!.reason, 'Evicted');
+      assert.match(evicted.status!.message!, /^The node was low on resource: ephemeral-storage\. Threshold quantity: 40Mi, available: \d+(Ki|Mi)?\. $/);
+      const target = cond(evicted, 'DisruptionTarget');
+      assert.deepEqual([target?.status, target?.reason, target?.message], ['True', 'TerminationByKubelet', evicted.status!.message]);
+      await eventually('the Evicted event', 20_000, async () => ((await podEvents(evicted)).some((e) => e.type === 'Warning' && e.reason === 'Evicted' && e.message === evicted.status!.message) ? true : undefined), 500);
+      const nodeEvents = await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=Node,involvedObject.name=${pressured},reason=EvictionThresholdMet` });
+      assert.ok(nodeEvents.items.some((e) => e.type === 'Warning' && e.message === 'Attempting to reclaim ephemeral-storage'), 'EvictionThresholdMet on the Node');
+      await eventually('DiskPressure on the node', 30_000, async () => {
+        const n = await core.readNode({ name: pressured });
+        const c = n.status?.conditions?.find((x) => x.type === 'DiskPressure');
+        return c?.status === 'True' && c.reason === 'KubeletHasDiskPressure' ? true : undefined;
+      });
+      // Two passes later the bystander still runs: the space was freed, not taken from it.
+      await new Promise((r) => setTimeout(r, 20_000));
+      const still = await getPod(bystander);
+      assert.equal(still.status?.phase, 'Running');
+      assert.ok(!(await podEvents(bystander)).some((e) => e.reason === 'Evicted'));
+    } finally {
+      await cleanupAgent(a, rt.endpoint);
+      execFileSync('umount', ['-l', nodefs]);
+      rmSync(nodefs, { recursive: true, force: true });
+    }
   });
 
   test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseRunArgs, UsageError } from '../../../src/cli/flags.js';
-import { applyFields, ConfigError, configFieldNames, defaultConfig, loadConfigFile, parseDuration } from '../../../src/config/config.js';
+import { applyFields, ConfigError, configFieldNames, defaultConfig, finalizeConfig, loadConfigFile, parseDuration } from '../../../src/config/config.js';
 import { projectRoot } from '../../support/cluster.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodelet-config-'));
@@ -137,11 +137,16 @@ test('addresses are IP addresses; eviction thresholds within 0-100% and not nega
     [`${head}nodeName: a\nnodeIP: 10.0.0.300\n`, /: nodeIP: "10\.0\.0\.300" is not an IP address$/],
     [`${head}nodeName: a\naddress: not-an-address\n`, /: address: "not-an-address" is not an IP address$/],
     [`${head}nodeName: a\nhealthzBindAddress: localhost:10248\n`, /: healthzBindAddress: "localhost:10248" is not an IP address$/],
-    [`${head}nodeName: a\nevictionHard: {nodefsAvailable: 150%}\n`, /: evictionHard\.nodefsAvailable: eviction percentage threshold must be <= 100%: 150%$/],
-    [`${head}nodeName: a\nevictionHard: {memoryAvailable: -100Mi}\n`, /: evictionHard\.memoryAvailable: eviction threshold must be positive: -100Mi$/],
+    [`${head}nodeName: a\nevictionHard: {nodefs.available: 150%}\n`, /: evictionHard: eviction percentage threshold nodefs\.available must be <= 100%: 150%$/],
+    [`${head}nodeName: a\nevictionHard: {memory.available: -100Mi}\n`, /: evictionHard: eviction threshold memory\.available must be positive: -100Mi$/],
+    [`${head}nodeName: a\nevictionMinimumReclaim: {pid.free: "1"}\n`, /: evictionMinimumReclaim: unsupported eviction signal pid\.free$/],
   ];
-  for (const [body, re] of cases) assert.throws(() => loadConfigFile(file(body), {}), re);
-  const ok = loadConfigFile(file(`${head}nodeName: a\nclusterDNS: [10.96.0.10, "fd00::a"]\nnodeIP: $(IP)\naddress: "::"\nevictionHard: {nodefsAvailable: 0%}\n`), { IP: '10.1.2.3' });
+  for (const [body, re] of cases) assert.throws(() => finalizeConfig(loadConfigFile(file(body), {})), re);
+  const ok = finalizeConfig(loadConfigFile(file(`${head}nodeName: a\nclusterDNS: [10.96.0.10, "fd00::a"]\nnodeIP: $(IP)\naddress: "::"\nevictionHard: {nodefs.available: 0%}\n`), { IP: '10.1.2.3' }));
+  assert.deepEqual(ok.evictionHard, { 'nodefs.available': '0%' }, 'given, evictionHard replaces the defaults');
+  const merged = finalizeConfig(loadConfigFile(file(`${head}nodeName: a\nmergeDefaultEvictionSettings: true\nevictionHard: {memory.available: 1Gi}\n`), {}));
+  assert.equal(merged.evictionHard['memory.available'], '1Gi');
+  assert.equal(merged.evictionHard['nodefs.inodesFree'], '5%', 'merged with the defaults when asked');
   assert.deepEqual(ok.clusterDNS, ['10.96.0.10', 'fd00::a']);
   assert.equal(ok.nodeIP, '10.1.2.3');
   assert.throws(() => parseRunArgs(['--node-name', 'a', '--cluster-dns', '10.0.0.1,not-an-ip']), (e: unknown) => e instanceof UsageError && e.message === '--cluster-dns: "not-an-ip" is not an IP address');

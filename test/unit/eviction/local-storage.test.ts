@@ -48,11 +48,17 @@ test('the eviction manager: pods over a limit evicted, critical ones spared, no 
       return new Map([['over', over], ['critical', over]]);
     },
     isCritical: (p) => (p.spec?.priority ?? 0) >= 2_000_000_000,
-    evict: (p, message) => evicted.push([p.metadata!.uid!, message]),
+    evict: (p, e) => evicted.push([p.metadata!.uid!, `${e.gracePeriodSeconds} ${e.disruptionTarget} ${e.message}`]),
+    thresholds: [],
+    pressureTransitionPeriodMs: 300_000,
+    maxPodGracePeriodSeconds: 0,
+    observe: async () => ({}),
+    nodeEvent: () => undefined,
+    dedicatedImageFs: () => false,
   });
   assert.deepEqual(await m.synchronize(), []);
   assert.equal(reads, 0, 'no pod with a limit: no stats read');
   active = [limited, critical];
   await m.synchronize();
-  assert.deepEqual(evicted, [['over', 'Usage of EmptyDir volume "s" exceeds the limit "1Mi". ']]);
+  assert.deepEqual(evicted, [['over', '1 false Usage of EmptyDir volume "s" exceeds the limit "1Mi". ']], 'at once (1 s), with no DisruptionTarget');
 });

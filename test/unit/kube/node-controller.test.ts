@@ -59,7 +59,7 @@ test('registers, then patches status only when it changes or the report period p
   };
   const config = { ...defaultConfig(), nodeName: 'n1', nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 60_000, nodeLeaseRenewIntervalMs: 10_000 };
   const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
-  const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
+  const pressure = () => new Set<never>();
   const state = new RuntimeState(runtime, clock);
   await state.refresh();
   const nc = new NodeController({ api, runtimeHealth: () => state.health(), config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });
@@ -105,7 +105,7 @@ test('adopting an existing node: labels made present, taints never patched (Node
   const state = new RuntimeState(runtime, clock);
   const config = { ...defaultConfig(), nodeName: 'n1', nodeLabels: { 'nodelet.io/agent': 'true' }, registerWithTaints: [{ key: 'nodelet.io/agent', value: 'true', effect: 'NoSchedule' as const }] };
   const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
-  const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
+  const pressure = () => new Set<never>();
   const warnings: string[] = [];
   const logger = silentLogger();
   logger.warn = ((m: string) => (warnings.push(m), logger)) as never;
@@ -125,7 +125,7 @@ test('after the API server could not be reached, the next status is sent even if
   const runtime = new FakeRuntime(clock);
   const config = { ...defaultConfig(), nodeName: 'n1', nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 300_000, nodeLeaseRenewIntervalMs: 10_000 };
   const host = () => ({ hostname: 'h', machineID: 'm', systemUUID: '', bootID: 'b', kernelVersion: 'k', osImage: 'o', operatingSystem: 'linux', architecture: 'amd64', cpus: 2, memoryBytes: 2 ** 30, ephemeralStorageBytes: 1e9 });
-  const pressure = () => ({ memoryAvailableBytes: 2 ** 29, memoryTotalBytes: 2 ** 30, nodefsAvailableBytes: 5e8, nodefsTotalBytes: 1e9, pidsUsed: 10, pidMax: 1e6 });
+  const pressure = () => new Set<never>();
   const state = new RuntimeState(runtime, clock);
   await state.refresh();
   const nc = new NodeController({ api, runtimeHealth: () => state.health(), config, nodeIP: '10.0.0.1', kubeletVersion: 'v0', port: () => 1, clock, logger: silentLogger(), host, pressure });

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { defaultConfig } from '../../../src/config/config.js';
-import type { HostInfo, PressureSignals } from '../../../src/kube/host.js';
+import type { HostInfo } from '../../../src/kube/host.js';
+import type { NodeConditionType } from '../../../src/eviction/thresholds.js';
 import { capacityAndAllocatable, computeNodeStatus, nodeStatusChanged } from '../../../src/kube/node-status.js';
 import { admitPod, podRequests } from '../../../src/pods/admission.js';
 
@@ -10,7 +11,7 @@ const host: HostInfo = {
   hostname: 'h', machineID: 'm', systemUUID: 'u', bootID: 'b', kernelVersion: '6.1', osImage: 'Debian', operatingSystem: 'linux',
   architecture: 'amd64', cpus: 4, memoryBytes: 8 * 2 ** 30, ephemeralStorageBytes: 100e9,
 };
-const calm: PressureSignals = { memoryAvailableBytes: 4 * 2 ** 30, memoryTotalBytes: 8 * 2 ** 30, nodefsAvailableBytes: 50e9, nodefsTotalBytes: 100e9, pidsUsed: 300, pidMax: 4_194_304 };
+const calm: ReadonlySet<NodeConditionType> = new Set();
 
 test('allocatable is capacity minus system and kube reserved and the hard eviction thresholds', () => {
   const c = { ...defaultConfig(), nodeName: 'n', systemReserved: { cpu: '500m', memory: '1Gi' }, kubeReserved: { cpu: '250m' } };
@@ -29,7 +30,7 @@ const input = (over: Partial<Parameters<typeof computeNodeStatus>[0]> = {}) => (
   runtime: { runtimeVersion: 'containerd://1.6.20' }, pressure: calm, now: 1000, ...over,
 });
 
-test('conditions: Ready follows the runtime; pressure follows the thresholds; transitions keep their time', () => {
+test('conditions: Ready follows the runtime; pressure is the eviction manager\'s; transitions keep their time', () => {
   const ok = computeNodeStatus(input());
   const byType = (s: typeof ok) => Object.fromEntries(s.conditions!.map((c) => [c.type, `${c.status}/${c.reason}`]));
   assert.deepEqual(byType(ok), { MemoryPressure: 'False/KubeletHasSufficientMemory', DiskPressure: 'False/KubeletHasNoDiskPressure', PIDPressure: 'False/KubeletHasSufficientPID', Ready: 'True/KubeletReady' });
@@ -42,27 +43,15 @@ test('conditions: Ready follows the runtime; pressure follows the thresholds; tr
   const mem = down.conditions!.find((c) => c.type === 'MemoryPressure')!;
   assert.equal(new Date(mem.lastTransitionTime!).getTime(), 1000, 'unchanged condition keeps its transition time');
   assert.equal(new Date(mem.lastHeartbeatTime!).getTime(), 5000);
-  const pressured = computeNodeStatus(input({ pressure: { ...calm, memoryAvailableBytes: 50 * 2 ** 20, nodefsAvailableBytes: 1e9, pidsUsed: 4_190_000 } }));
+  const pressured = computeNodeStatus(input({ pressure: new Set(['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const) }));
   assert.deepEqual(pressured.conditions!.filter((c) => c.status === 'True').map((c) => c.type).sort(), ['DiskPressure', 'MemoryPressure', 'PIDPressure', 'Ready']);
 });
 
-test('DiskPressure also comes from the image filesystem, below imagefs.available (15%)', () => {
-  const disk = (p: Partial<PressureSignals>) => computeNodeStatus(input({ pressure: { ...calm, ...p } })).conditions!.find((c) => c.type === 'DiskPressure')!;
-  assert.equal(disk({ imagefsTotalBytes: 100e9, imagefsAvailableBytes: 20e9 }).status, 'False');
-  const pressed = disk({ imagefsTotalBytes: 100e9, imagefsAvailableBytes: 14e9 });
-  assert.equal(pressed.status, 'True');
-  assert.equal(pressed.reason, 'KubeletHasDiskPressure');
-  assert.equal(disk({ imagefsTotalBytes: 0, imagefsAvailableBytes: 0 }).status, 'False', 'an image filesystem not read yet is no pressure');
-});
-
-test('a pressure stays True for the transition period after it was last observed (5 min by default), then clears', () => {
-  const disk = (now: number, observedAt?: number) =>
-    computeNodeStatus(input({ now, pressure: calm, pressureObservedAt: observedAt === undefined ? {} : { disk: observedAt } })).conditions!.find((c) => c.type === 'DiskPressure')!.status;
-  assert.equal(disk(1000), 'False', 'never observed');
-  assert.equal(disk(1000 + 299_999, 1000), 'True', 'within 5 min of the last observation');
-  assert.equal(disk(1000 + 300_000, 1000), 'False', 'the period over');
-  const mem = computeNodeStatus(input({ now: 10_000, pressure: calm, pressureObservedAt: { disk: 9000 } })).conditions!.find((c) => c.type === 'MemoryPressure')!;
-  assert.equal(mem.status, 'False', 'each pressure by its own record');
+test('the hard thresholds kept out of allocatable are the configuration\'s: none when evictionHard leaves them out', () => {
+  const c = { ...defaultConfig(), nodeName: 'n', evictionHard: { 'memory.available': '1Gi' } };
+  const { allocatable } = capacityAndAllocatable(c, host);
+  assert.equal(allocatable.memory, `${7 * 2 ** 20}Ki`);
+  assert.equal(allocatable['ephemeral-storage'], '100000000000', 'nodefs.available not given: nothing kept');
 });
 
 test('a status that differs only in heartbeat times is not a change', () => {

@@ -2,7 +2,7 @@
 // under it (the test cluster's containerd, or a process runtime of its own), and a pod log root on a
 // small loop-mounted filesystem of its own.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/cri/client.js';
 import { startAgent, type RunningAgent } from '../support/agent.js';
@@ -123,7 +123,23 @@ async function startOn(opts: DrillNodeOptions, dirs: { rootDir: string; podLogRo
   await apiProxy.start();
   const kubeconfig = join(opts.dir, 'kubeconfig');
   proxiedKubeconfig(env.kubeconfig, kubeconfig, apiProxy.port);
+  // The log filesystem's pressure is reported at once (DiskPressure) but, a soft threshold with an
+  // hour's grace, evicts nothing within a drill: the disk-full drill is about a full disk lived
+  // through with the standing workload in place; evictions are tested on their own.
+  const config = join(opts.dir, 'config.yaml');
+  writeFileSync(
+    config,
+    [
+      'apiVersion: nodelet.io/v1alpha1',
+      'kind: NodeletConfiguration',
+      'evictionHard: {memory.available: 100Mi, imagefs.available: 15%, imagefs.inodesFree: 5%}',
+      'evictionSoft: {nodefs.available: 10%, nodefs.inodesFree: 5%}',
+      'evictionSoftGracePeriod: {nodefs.available: 1h, nodefs.inodesFree: 1h}',
+      '',
+    ].join('\n'),
+  );
   const flags = [
+    '--config', config,
     '--kubeconfig', kubeconfig,
     '--runtime-endpoint', runtime.endpoint,
     '--root-dir', rootDir,

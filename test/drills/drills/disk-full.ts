@@ -118,8 +118,10 @@ export const drill: Drill = {
     const readNode = () => core.readNode({ name: ctx.agent.nodeName });
 
     // The canary: a numbered line every 100 ms; its log directory holds the fillers (the log GC
-    // removes any other entry of the log root whose name is no pod of the node's).
-    await core.createNamespacedPod({ namespace: ns, body: pod(ctx, 'canary', 'i=0; while true; do echo "canary $i"; i=$((i+1)); sleep 0.1; done') });
+    // removes any other entry of the log root whose name is no pod of the node's). Critical, as
+    // the writer below: under DiskPressure the eviction manager evicts any other pod, as the
+    // kubelet's does, and the canary must live through it to count its lines.
+    await core.createNamespacedPod({ namespace: ns, body: pod(ctx, 'canary', 'i=0; while true; do echo "canary $i"; i=$((i+1)); sleep 0.1; done', { priorityClassName: 'system-node-critical' }) });
     const canary = await waitPhase(ns, 'canary', 'Running', 60_000, (p) => p.status?.phase === 'Running');
     const canaryID = canary.status?.containerStatuses?.[0]?.containerID;
     const podDir = join(root, `${ns}_canary_${canary.metadata!.uid}`);

@@ -282,7 +282,7 @@ export class Agent implements PodSyncer {
       actuated: this.resizer.actuated,
       podCgroups: this.podCgroups,
     });
-    const stats = statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now());
+    const stats = statsSources(opts, () => this.cri, () => this.pods(), (uid) => this.statusManager.podStatus(uid), () => this.clock.now(), (pod) => this.podCgroups?.podProcessCount(pod));
     const parts = {
       clock: this.clock,
       logger: this.logger,

@@ -100,6 +100,15 @@ export class PodCgroups {
     return this.manager?.podsWorkingSet();
   }
 
+  /** The processes of the pod, counted in its cgroup. */
+  podProcessCount(pod: V1Pod): number | undefined {
+    try {
+      return this.manager?.podProcessCount(pod);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A resized pod's cgroup gets its new limits. */
   resized(pod: V1Pod): void {
     try {

@@ -11,6 +11,7 @@ export function statsSources(
   pods: () => V1Pod[],
   podStatus: (uid: string) => V1PodStatus | undefined,
   now: () => number,
+  podProcessCount?: (pod: V1Pod) => number | undefined,
 ): StatsSources {
   return {
     nodeName: config.nodeName,
@@ -33,6 +34,10 @@ export function statsSources(
     podStartTime: (uid) => {
       const t = podStatus(uid)?.startTime;
       return t ? new Date(t).toISOString().replace(/\.\d+Z$/, 'Z') : undefined;
+    },
+    podProcessCount: (uid) => {
+      const pod = pods().find((p) => p.metadata?.uid === uid);
+      return pod && podProcessCount?.(pod);
     },
     now,
   };

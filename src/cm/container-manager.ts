@@ -103,6 +103,13 @@ export class ContainerManager {
     return this.config.cgroupsPerQOS ? this.cgroups.memoryWorkingSet(this.kubepods) : undefined;
   }
 
+  /** The processes in a pod's cgroup (its summary's process_stats); undefined without one. */
+  podProcessCount(pod: V1Pod): number | undefined {
+    if (!this.config.cgroupsPerQOS) return undefined;
+    const name = podCgroupName(this.kubepods, pod);
+    return this.cgroups.exists(name) ? this.cgroups.pids(name).length : undefined;
+  }
+
   /** Every pod cgroup on the node, by pod UID (GetAllPodsFromCgroups). */
   podCgroups(): Map<string, CgroupName> {
     const found = new Map<string, CgroupName>();

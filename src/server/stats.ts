@@ -116,6 +116,8 @@ export interface StatsSources {
   imageFsInfo(): Promise<ImageFsInfoResponse>;
   /** A process in the pod's network namespace (its sandbox's); 'host' when the pod has the host's; undefined when unknown. */
   sandboxPid(uid: string): Promise<number | 'host' | undefined>;
+  /** The processes of a pod (its cgroup's); undefined when not known. */
+  podProcessCount?(uid: string): number | undefined;
   /** Pods this agent runs, for their start time (the API's status.startTime). */
   podStartTime(uid: string): string | undefined;
   now(): number;
@@ -258,6 +260,8 @@ export async function buildSummary(src: StatsSources, cpu: NodeCpu): Promise<Sum
     pod.network = await networkOf(await src.sandboxPid(pod.podRef.uid).catch(() => undefined), time);
     const used = pod.containers.reduce((a, c) => a + (c.rootfs?.usedBytes ?? 0) + (c.logs?.usedBytes ?? 0), 0) + pod.volume.reduce((a, v) => a + (v.usedBytes ?? 0), 0);
     pod['ephemeral-storage'] = { ...fsOf(src.rootDir, time), usedBytes: used };
+    const procs = src.podProcessCount?.(pod.podRef.uid);
+    if (procs !== undefined) pod.process_stats = { process_count: procs };
   }
   const fsInfo = imageFs?.image_filesystems?.[0];
   let curproc = 0;

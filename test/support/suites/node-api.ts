@@ -407,6 +407,8 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>, opts: Suit
     const p = summary.pods.find((x: { podRef: { uid: string } }) => x.podRef.uid === pod.metadata!.uid);
     assert.deepEqual(p.podRef, { name: pod.metadata!.name, namespace: NS, uid: pod.metadata!.uid });
     assert.ok(p.containers[0].logs.usedBytes > 0, 'the container log is measured');
+    // Counted in its pod cgroup, as cAdvisor counts them: the shell at least.
+    assert.ok(p.process_stats?.process_count >= 1, JSON.stringify(p.process_stats));
     // The pod's own network namespace, on either runtime.
     assert.ok(p.network?.interfaces?.length > 0 && typeof p.network.rxBytes === 'number', JSON.stringify(p.network));
     if (rt.podNetwork) assert.equal(p.network.name, 'eth0');

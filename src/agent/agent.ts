@@ -21,6 +21,8 @@ import { PodAdmission } from './pod-admission.js';
 import { handlePodCleanups } from './pod-cleanups.js';
 import { PodCgroups } from './pod-cgroups.js';
 import { newPodEvictions, type PodEvictions } from './pod-evictions.js';
+import { shutdownGroups } from '../nodeshutdown/groups.js';
+import { NodeShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { deleteFromApi, newStatusManager } from './status-writer.js';
 import { statsSources } from './stats-sources.js';
 import { runtimeManagerDeps } from './runtime-deps.js';
@@ -101,6 +103,7 @@ export class Agent implements PodSyncer {
   private deps!: RuntimeManagerDeps;
   private podCgroups?: PodCgroups;
   private evictions?: PodEvictions;
+  private readonly shutdownManager: NodeShutdownManager;
   private readonly volumes: Volumes;
   private readonly lastSync = new Map<string, PodSyncResult>();
   /** What the runtime last said of each pod, for resyncs nothing has changed since (see PodCache). */
@@ -156,6 +159,16 @@ export class Agent implements PodSyncer {
       backoffPeriodMs: opts.podWorkerBackOffPeriodMs,
       maxConcurrentSyncs: opts.maxConcurrentSyncs,
     });
+    this.shutdownManager = new NodeShutdownManager({
+      groups: shutdownGroups(opts.shutdownGracePeriodMs, opts.shutdownGracePeriodCriticalPodsMs),
+      clock: this.clock,
+      logger: this.logger,
+      activePods: () => this.workers.activePods(),
+      wake: (uid) => this.workers.wake(uid),
+      isTerminated: (uid) => this.workers.isPodTerminated(uid),
+      nodeEvent: (type, reason, message) => this.recorder.event(nodeObjectRef(opts.nodeName, this.nodeController?.nodeObject?.metadata?.uid), type, reason, message),
+      syncNodeStatus: async () => this.nodeController?.updateStatus(),
+    });
     this.debug = new DebugView(
       {
         clock: this.clock,
@@ -179,6 +192,7 @@ export class Agent implements PodSyncer {
       kube,
       nodeIP: () => this.deps.nodeIP,
       now: () => this.clock.now(),
+      shuttingDown: () => this.shutdownManager.isShuttingDown(),
     });
     const onPod = (type: UpdateType) => (pod: V1Pod) => this.admission.handlePod(pod, type);
     if (opts.staticPodPath) {
@@ -323,6 +337,7 @@ export class Agent implements PodSyncer {
     if (this.kube) {
       this.nodeController = new NodeController({
         pressure: () => this.evictions?.conditions() ?? new Set(),
+        shuttingDown: () => this.shutdownManager.isShuttingDown(),
         api: this.kube,
         runtimeHealth: () => this.runtimeState.health(),
         config: this.config,
@@ -372,6 +387,16 @@ export class Agent implements PodSyncer {
     // The image filesystem (its mountpoint is the eviction manager's imagefs), as often as the kubelet's eviction manager reads it.
     this.every(10_000, async () => void (await this.imageGC?.readImageFs().catch(() => undefined)));
     this.logger.info('nodelet started', { node: this.config.nodeName, ...this.nodeApi.ports });
+  }
+
+  /** Why the node ended the pod, if it did (evicted, or the node shutting down): its final status says so. */
+  private endedByNode(uid: string): { reason: string; message: string; disruptionTarget: boolean } | undefined {
+    return this.evictions?.of(uid) ?? this.shutdownManager.of(uid);
+  }
+
+  /** Graceful node shutdown: every pod ended, group by group, within shutdownGracePeriod (then stop()). */
+  shutdownNode(): Promise<void> {
+    return this.shutdownManager.shutdown();
   }
 
   /** Stops sources and workers; running pods are left running (a restarted agent adopts them). */
@@ -461,7 +486,7 @@ export class Agent implements PodSyncer {
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { terminal: true };
     const deadline = this.activeDeadline(pod);
     // Evicted (its event went out then) or past its deadline: it ends here, Failed with the reason.
-    const evicted = this.evictions?.of(uid);
+    const evicted = this.endedByNode(uid);
     if (evicted || deadline.exceeded) {
       if (!evicted) this.recorder.event(podRef(pod), 'Normal', deadline.exceeded!.reason, deadline.exceeded!.message);
       const { name = '', namespace = '' } = pod.metadata ?? {};
@@ -550,7 +575,7 @@ export class Agent implements PodSyncer {
     this.probes.stopLivenessAndStartup(pod);
     const at = this.clock.now();
     const steps = explainTermination(pod, status, terminationWhy(pod));
-    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status), this.evictions?.gracePeriodOverride(uid), signal);
+    const kill = await killPodWithSyncResult(this.deps, pod, runningPodFromStatus(this.deps.runtimeName, status), this.evictions?.gracePeriodOverride(uid) ?? this.shutdownManager.gracePeriodOverride(uid), signal);
     if (signal.aborted) throw new Error('kill cut short by a shorter grace period');
     const err = kill.error();
     this.debug.recordTermination(uid, at, steps, err);
@@ -562,7 +587,7 @@ export class Agent implements PodSyncer {
     const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length) throw new Error(`containers still running after kill: ${stillRunning.join(', ')}`);
     // Stopped for good: the final phase (Succeeded or Failed, whatever the restart policy).
-    const evict = this.evictions?.of(uid) ?? this.activeDeadline(pod).exceeded;
+    const evict = this.endedByNode(uid) ?? this.activeDeadline(pod).exceeded;
     this.statusManager.setPodStatus(pod, this.podStatus(pod, after, { podIsTerminal: true, evict }));
   }
 

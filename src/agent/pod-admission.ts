@@ -5,6 +5,7 @@ import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { apiErrorMessage, httpCode, type KubeClient } from '../kube/client.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import { podFields, type Logger } from '../observability/logger.js';
+import { NODE_SHUTDOWN_NOT_ADMITTED_MESSAGE, NODE_SHUTDOWN_NOT_ADMITTED_REASON } from '../nodeshutdown/groups.js';
 import { admitPodHere } from '../pods/admission.js';
 import { appArmorEnabledOnHost } from '../pods/apparmor.js';
 import { isMirrorPod } from '../pods/mirror-pods.js';
@@ -25,6 +26,8 @@ export interface PodAdmissionDeps {
   kube?: KubeClient;
   nodeIP(): string;
   now(): number;
+  /** The node is shutting down: no pod is admitted. */
+  shuttingDown?(): boolean;
 }
 
 export class PodAdmission {
@@ -47,6 +50,10 @@ export class PodAdmission {
       return;
     }
     if (type !== 'delete' && !this.d.workers.isKnown(uid) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
+      if (this.d.shuttingDown?.()) {
+        this.reject(pod, NODE_SHUTDOWN_NOT_ADMITTED_REASON, NODE_SHUTDOWN_NOT_ADMITTED_MESSAGE);
+        return;
+      }
       const admitted = this.d.workers.activePods().map((p) => this.d.resizer.allocatedPod(p));
       const verdict = admitPodHere(pod, { node: this.d.node(), admitted, sysctls: this.sysctls, appArmorEnabled: this.appArmorEnabled, staticOrMirror: isStaticPod(pod) });
       if (!verdict.admit) {

@@ -63,17 +63,21 @@ async function run(args: string[]): Promise<void> {
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info('shutting down; running pods are left running', { signal });
+    // With shutdownOnSIGTERM, the agent's SIGTERM is the node going down: its pods end first.
+    const nodeDown = signal === 'SIGTERM' && config.shutdownOnSIGTERM;
+    logger.info(nodeDown ? 'node shutting down: ending its pods, then stopping' : 'shutting down; running pods are left running', { signal });
     // Past this, exit anyway: a wedged API server must not keep a node agent from stopping.
-    const force = setTimeout(() => process.exit(1), 10_000);
+    const force = setTimeout(() => process.exit(1), 10_000 + (nodeDown ? config.shutdownGracePeriodMs : 0));
     force.unref();
-    agent.stop().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error('shutdown failed', { error: (err as Error).message });
-        process.exit(1);
-      },
-    );
+    (nodeDown ? agent.shutdownNode() : Promise.resolve())
+      .then(() => agent.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          logger.error('shutdown failed', { error: (err as Error).message });
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

@@ -167,6 +167,11 @@ export interface NodeletConfig {
   nodeLeaseDurationSeconds: number;
   nodeLeaseRenewIntervalMs: number;
   markUnschedulableOnShutdown: boolean;
+  /** Graceful node shutdown: the time pods get to end when the node goes down (0: off), the last part of it for critical pods. */
+  shutdownGracePeriodMs: number;
+  shutdownGracePeriodCriticalPodsMs: number;
+  /** The agent's SIGTERM is the node going down: pods end as in a graceful node shutdown before it exits. */
+  shutdownOnSIGTERM: boolean;
   /** A directory of static pod manifests ('' for none). */
   staticPodPath: string;
   /** 'cri': a CRI runtime at runtimeEndpoint; 'process': nodelet's own process runtime, started by the agent. */
@@ -253,6 +258,9 @@ export function defaultConfig(): NodeletConfig {
     nodeLeaseDurationSeconds: 40,
     nodeLeaseRenewIntervalMs: 10_000,
     markUnschedulableOnShutdown: false,
+    shutdownGracePeriodMs: 0,
+    shutdownGracePeriodCriticalPodsMs: 0,
+    shutdownOnSIGTERM: false,
     staticPodPath: '',
     runtime: 'cri',
     processRuntime: { root: '/var/lib/nodelet/process', imagesDir: '', socket: '', cniConfDir: '/etc/cni/net.d', cniBinDir: '/usr/lib/cni:/opt/cni/bin', registryCertsDir: '/etc/containerd/certs.d' },
@@ -378,6 +386,9 @@ const fields: Record<string, FieldSpec> = {
   nodeLeaseDurationSeconds: { kind: 'int', min: 1, max: 3600 },
   nodeLeaseRenewInterval: { kind: 'duration', prop: 'nodeLeaseRenewIntervalMs', min: 100 },
   markUnschedulableOnShutdown: { kind: 'bool' },
+  shutdownGracePeriod: { kind: 'duration', prop: 'shutdownGracePeriodMs', min: 0 },
+  shutdownGracePeriodCriticalPods: { kind: 'duration', prop: 'shutdownGracePeriodCriticalPodsMs', min: 0 },
+  shutdownOnSIGTERM: { kind: 'bool' },
   staticPodPath: { kind: 'string' },
   runtime: { kind: 'enum', values: ['cri', 'process'] },
   processRuntime: { kind: 'processRuntime' },
@@ -655,6 +666,16 @@ function checkEviction(c: NodeletConfig): void {
   check('evictionMinimumReclaim', { evictionMinimumReclaim: c.evictionMinimumReclaim });
 }
 
+/** The kubelet's checks of the graceful shutdown periods, in its words; and what shutdownOnSIGTERM needs. */
+function checkShutdown(c: NodeletConfig): void {
+  const period = goDuration(c.shutdownGracePeriodMs);
+  const critical = goDuration(c.shutdownGracePeriodCriticalPodsMs);
+  if (c.shutdownGracePeriodCriticalPodsMs > c.shutdownGracePeriodMs) throw new ConfigError(`invalid configuration: shutdownGracePeriodCriticalPods ${critical} must be <= shutdownGracePeriod ${period}`);
+  if (c.shutdownGracePeriodMs > 0 && c.shutdownGracePeriodMs < 1000) throw new ConfigError(`invalid configuration: shutdownGracePeriod ${period} must be either zero or otherwise >= 1 sec`);
+  if (c.shutdownGracePeriodCriticalPodsMs > 0 && c.shutdownGracePeriodCriticalPodsMs < 1000) throw new ConfigError(`invalid configuration: shutdownGracePeriodCriticalPods ${critical} must be either zero or otherwise >= 1 sec`);
+  if (c.shutdownOnSIGTERM && c.shutdownGracePeriodMs === 0) throw new ConfigError('shutdownOnSIGTERM: needs shutdownGracePeriod (the time the pods get to end), which is 0');
+}
+
 /** Checks what must hold once file and flags are combined. */
 export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   if (!c.nodeName) throw new ConfigError('nodeName: required (in the config file or --node-name)');
@@ -676,6 +697,7 @@ export function finalizeConfig(c: NodeletConfig): NodeletConfig {
   }
   checkNodeAllocatable(c);
   checkEviction(c);
+  checkShutdown(c);
   try {
     new SysctlAllowlist(c.allowedUnsafeSysctls);
   } catch (err) {

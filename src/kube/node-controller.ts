@@ -28,6 +28,8 @@ export interface NodeControllerOptions {
   host?: () => HostInfo;
   /** The pressure conditions the eviction manager reports now (none without one). */
   pressure?: () => ReadonlySet<NodeConditionType>;
+  /** Whether the node is shutting down (Ready False). */
+  shuttingDown?: () => boolean;
 }
 
 /** A MicroTime as the API server reads it: RFC 3339 with six fractional digits. */
@@ -110,6 +112,7 @@ export class NodeController {
       port: this.opts.port(),
       runtime: this.opts.runtimeHealth(),
       pressure,
+      shuttingDown: this.opts.shuttingDown?.() ?? false,
       previous,
       now,
     });

@@ -22,6 +22,8 @@ export interface NodeStatusInput {
   runtime: RuntimeHealth;
   /** The pressure conditions the eviction manager reports. */
   pressure: ReadonlySet<NodeConditionType>;
+  /** The node is going down (graceful node shutdown): Ready False. */
+  shuttingDown?: boolean;
   previous?: V1NodeStatus;
   now: number;
 }
@@ -109,7 +111,10 @@ export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
   const memPressure = pressure.has('MemoryPressure');
   const diskPressure = pressure.has('DiskPressure');
   const pidPressure = pressure.has('PIDPressure');
-  const ready = input.runtime.notReadyMessage === undefined;
+  // As the kubelet's Ready: every reason the node is not, one message ("[a, b]" for more than one).
+  const notReady = [input.runtime.notReadyMessage, input.shuttingDown ? 'node is shutting down' : undefined].filter((m): m is string => m !== undefined);
+  const ready = notReady.length === 0;
+  const notReadyMessage = notReady.length > 1 ? `[${notReady.join(', ')}]` : notReady[0];
   return {
     capacity,
     allocatable,
@@ -117,7 +122,7 @@ export function computeNodeStatus(input: NodeStatusInput): V1NodeStatus {
       condition('MemoryPressure', memPressure, memPressure ? 'KubeletHasInsufficientMemory' : 'KubeletHasSufficientMemory', memPressure ? 'kubelet has insufficient memory available' : 'kubelet has sufficient memory available', previous, now),
       condition('DiskPressure', diskPressure, diskPressure ? 'KubeletHasDiskPressure' : 'KubeletHasNoDiskPressure', diskPressure ? 'kubelet has disk pressure' : 'kubelet has no disk pressure', previous, now),
       condition('PIDPressure', pidPressure, pidPressure ? 'KubeletHasInsufficientPID' : 'KubeletHasSufficientPID', pidPressure ? 'kubelet has insufficient PID available' : 'kubelet has sufficient PID available', previous, now),
-      condition('Ready', ready, ready ? 'KubeletReady' : 'KubeletNotReady', ready ? 'kubelet is posting ready status' : input.runtime.notReadyMessage!, previous, now),
+      condition('Ready', ready, ready ? 'KubeletReady' : 'KubeletNotReady', ready ? 'kubelet is posting ready status' : notReadyMessage!, previous, now),
     ],
     addresses: [
       { type: 'InternalIP', address: input.nodeIP },

@@ -139,6 +139,9 @@ test('addresses are IP addresses; eviction thresholds within 0-100% and not nega
     [`${head}nodeName: a\nhealthzBindAddress: localhost:10248\n`, /: healthzBindAddress: "localhost:10248" is not an IP address$/],
     [`${head}nodeName: a\nevictionHard: {nodefs.available: 150%}\n`, /: evictionHard: eviction percentage threshold nodefs\.available must be <= 100%: 150%$/],
     [`${head}nodeName: a\nevictionHard: {memory.available: -100Mi}\n`, /: evictionHard: eviction threshold memory\.available must be positive: -100Mi$/],
+    [`${head}nodeName: a\nshutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n`, /: invalid configuration: shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s$/],
+    [`${head}nodeName: a\nshutdownGracePeriod: 500ms\n`, /: invalid configuration: shutdownGracePeriod 500ms must be either zero or otherwise >= 1 sec$/],
+    [`${head}nodeName: a\nshutdownOnSIGTERM: true\n`, /: shutdownOnSIGTERM: needs shutdownGracePeriod/],
     [`${head}nodeName: a\nevictionMinimumReclaim: {pid.free: "1"}\n`, /: evictionMinimumReclaim: unsupported eviction signal pid\.free$/],
   ];
   for (const [body, re] of cases) assert.throws(() => finalizeConfig(loadConfigFile(file(body), {})), re);

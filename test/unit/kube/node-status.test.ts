@@ -47,6 +47,12 @@ test('conditions: Ready follows the runtime; pressure is the eviction manager\'s
   assert.deepEqual(pressured.conditions!.filter((c) => c.status === 'True').map((c) => c.type).sort(), ['DiskPressure', 'MemoryPressure', 'PIDPressure', 'Ready']);
 });
 
+test('a node shutting down is not Ready, in the kubelet\'s words, beside any other reason', () => {
+  const ready = (over: object) => computeNodeStatus(input(over)).conditions!.find((c) => c.type === 'Ready')!;
+  assert.deepEqual([ready({ shuttingDown: true }).status, ready({ shuttingDown: true }).reason, ready({ shuttingDown: true }).message], ['False', 'KubeletNotReady', 'node is shutting down']);
+  assert.equal(ready({ shuttingDown: true, runtime: { runtimeVersion: 'x', notReadyMessage: 'container runtime is down' } }).message, '[container runtime is down, node is shutting down]');
+});
+
 test('the hard thresholds kept out of allocatable are the configuration\'s: none when evictionHard leaves them out', () => {
   const c = { ...defaultConfig(), nodeName: 'n', evictionHard: { 'memory.available': '1Gi' } };
   const { allocatable } = capacityAndAllocatable(c, host);

@@ -168,6 +168,46 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
   });
 
+  test('graceful node shutdown on the agent\'s SIGTERM (shutdownOnSIGTERM): regular pods end first with their preStop hooks, then critical ones; Failed/Terminated with DisruptionTarget, the NodeShutdown event, Ready False; the agent exits 0', async () => {
+    const dir = mkdtempSync(join(clusterEnv().clusterDir, 'shutdown-'));
+    const cfg = join(dir, 'config.yaml');
+    writeFileSync(cfg, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nshutdownGracePeriod: 20s\nshutdownGracePeriodCriticalPods: 8s\nshutdownOnSIGTERM: true\n');
+    const going = uniqueNodeName(`it-shutdown-${rt.name}`);
+    const a = await startAgent(going, ['--runtime-endpoint', rt.endpoint, '--config', cfg]);
+    const pods: V1Pod[] = [];
+    try {
+      // Each stops 1 s after its TERM; web's preStop leaves a termination message.
+      const stopping = "trap 'sleep 1; exit 0' TERM; while true; do sleep 0.2; done";
+      const web = await createPod(going, 'web', {
+        terminationGracePeriodSeconds: 30,
+        containers: [container('c', stopping, { lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo bye > /dev/termination-log'] } } } })],
+      });
+      const crit = await createPod(going, 'crit', { priorityClassName: 'system-node-critical', terminationGracePeriodSeconds: 30, containers: [container('c', stopping)] });
+      pods.push(web, crit);
+      await Promise.all(pods.map((p) => waitPod(p, 'running', 60_000, running)));
+      assert.equal(await a.stop(), 0, 'the agent exits 0 once its pods have ended');
+      const message = 'Pod was terminated in response to imminent node shutdown.';
+      const [w, c] = await Promise.all(pods.map((p) => waitPod(p, 'Failed/Terminated', 20_000, (x) => (x.status?.phase === 'Failed' && x.status.containerStatuses?.[0]?.state?.terminated ? x : undefined))));
+      for (const p of [w!, c!]) {
+        assert.deepEqual([p.status!.reason, p.status!.message], ['Terminated', message]);
+        const target = cond(p, 'DisruptionTarget');
+        assert.deepEqual([target?.status, target?.reason, target?.message], ['True', 'TerminationByKubelet', message]);
+        assert.equal(p.status!.containerStatuses![0]!.state!.terminated!.exitCode, 0, 'ended by its TERM trap, not killed');
+      }
+      assert.equal(w!.status!.containerStatuses![0]!.state!.terminated!.message?.trim(), 'bye', 'its preStop hook ran');
+      const finished = (p: V1Pod) => new Date(p.status!.containerStatuses![0]!.state!.terminated!.finishedAt!).getTime();
+      assert.ok(finished(c!) >= finished(w!), 'the critical pod ended after the regular one');
+      const events = await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=Node,involvedObject.name=${going},reason=NodeShutdown` });
+      assert.ok(events.items.some((e) => e.type === 'Normal' && e.message === 'Shutdown manager detected shutdown event'));
+      const ready = (await core.readNode({ name: going })).status?.conditions?.find((x) => x.type === 'Ready');
+      assert.deepEqual([ready?.status, ready?.message], ['False', 'node is shutting down']);
+    } finally {
+      await Promise.all(pods.map((p) => deletePod(p, 0)));
+      await cleanupAgent(a, rt.endpoint);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {
     const last = new Map<string, V1Pod>();
     const watch = new k8s.Watch(kc);

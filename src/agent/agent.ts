@@ -22,6 +22,7 @@ import { handlePodCleanups } from './pod-cleanups.js';
 import { PodCgroups } from './pod-cgroups.js';
 import { newPodEvictions, type PodEvictions } from './pod-evictions.js';
 import { shutdownGroups } from '../nodeshutdown/groups.js';
+import type { NodeEnded } from '../status/node-ended.js';
 import { NodeShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { deleteFromApi, newStatusManager } from './status-writer.js';
 import { statsSources } from './stats-sources.js';
@@ -183,6 +184,7 @@ export class Agent implements PodSyncer {
     this.volumes = newVolumes({ rootDir: opts.rootDir, kube, recorder: this.recorder, logger: this.logger, clock: this.clock, node: () => this.nodeController?.nodeObject ?? this.localNode });
     this.admission = new PodAdmission({
       workers: this.workers,
+      clock: this.clock,
       resizer: this.resizer,
       node: () => this.nodeController?.nodeObject ?? this.localNode,
       allowedUnsafeSysctls: config.allowedUnsafeSysctls,
@@ -390,8 +392,8 @@ export class Agent implements PodSyncer {
   }
 
   /** Why the node ended the pod, if it did (evicted, or the node shutting down): its final status says so. */
-  private endedByNode(uid: string): { reason: string; message: string; disruptionTarget: boolean } | undefined {
-    return this.evictions?.of(uid) ?? this.shutdownManager.of(uid);
+  private endedByNode(uid: string): NodeEnded | undefined {
+    return this.evictions?.of(uid) ?? this.shutdownManager.of(uid) ?? this.admission.preemptions.of(uid);
   }
 
   /** Graceful node shutdown: every pod ended, group by group, within shutdownGracePeriod (then stop()). */
@@ -607,6 +609,7 @@ export class Agent implements PodSyncer {
     if (removedFromApi) {
       this.statusManager.forget(uid);
       this.evictions?.forget(uid);
+      this.admission.preemptions.forget(uid);
       if (isStaticPod(pod)) {
         this.local.forget(uid);
         await this.mirrors?.remove(uid);

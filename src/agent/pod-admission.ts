@@ -12,10 +12,13 @@ import { isMirrorPod } from '../pods/mirror-pods.js';
 import type { PodWorkers, UpdateType } from '../pods/pod-workers.js';
 import { isStaticPod } from '../pods/static-pods.js';
 import { SysctlAllowlist } from '../pods/sysctls.js';
+import type { Clock } from '../util/clock.js';
+import { PodPreemptions } from './pod-preemptions.js';
 import type { PodResizer } from './pod-resize.js';
 
 export interface PodAdmissionDeps {
-  workers: Pick<PodWorkers, 'isKnown' | 'activePods' | 'updatePod'>;
+  workers: Pick<PodWorkers, 'isKnown' | 'activePods' | 'updatePod' | 'wake' | 'isPodTerminated'>;
+  clock: Clock;
   resizer: PodResizer;
   /** The node as admission sees it (the registered Node, or the standalone one). */
   node(): V1Node | undefined;
@@ -33,17 +36,25 @@ export interface PodAdmissionDeps {
 export class PodAdmission {
   /** Pods refused by admission: they never reach a worker. */
   readonly rejected = new Set<string>();
+  /** Critical pods waiting for the pods preempted for them to stop: the newest event of each. */
+  private readonly waiting = new Map<string, { pod: V1Pod; type: UpdateType }>();
+  readonly preemptions: PodPreemptions;
   private readonly sysctls: SysctlAllowlist;
   private readonly appArmorEnabled = appArmorEnabledOnHost();
 
   constructor(private readonly d: PodAdmissionDeps) {
     this.sysctls = new SysctlAllowlist(d.allowedUnsafeSysctls);
+    this.preemptions = new PodPreemptions({ clock: d.clock, logger: d.logger, recorder: d.recorder, wake: (uid) => d.workers.wake(uid), isTerminated: (uid) => d.workers.isPodTerminated(uid) });
   }
 
   handlePod(pod: V1Pod, type: UpdateType): void {
     const uid = pod.metadata?.uid ?? '';
     // Our own mirror pods come back through the API watch: they are shadows, not pods to run.
     if (isMirrorPod(pod)) return;
+    if (this.waiting.has(uid)) {
+      this.waiting.set(uid, { pod, type });
+      return;
+    }
     if (this.rejected.has(uid)) {
       if (type === 'delete') this.rejected.delete(uid);
       else if (pod.metadata?.deletionTimestamp) void this.deleteFromApi(pod);
@@ -61,6 +72,15 @@ export class PodAdmission {
         return;
       }
       this.d.resizer.admitted(pod);
+      if ('preempt' in verdict) {
+        this.waiting.set(uid, { pod, type });
+        void this.preemptions.preempt(verdict.preempt, pod).then(() => {
+          const last = this.waiting.get(uid)!;
+          this.waiting.delete(uid);
+          this.d.workers.updatePod(last.pod, last.type);
+        });
+        return;
+      }
     } else if (type === 'update' && !pod.metadata?.deletionTimestamp) {
       this.resize(pod);
     }

@@ -10,6 +10,7 @@ import { EVICTED_REASON, EvictionManager, type Eviction, type NodeReclaimers } f
 import { parseThresholds, type NodeConditionType, type Observations, type Threshold } from '../eviction/thresholds.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import type { Logger } from '../observability/logger.js';
+import type { NodeEnded } from '../status/node-ended.js';
 import { isMirrorPod } from '../pods/mirror-pods.js';
 import { isCriticalPod } from '../pods/pressure-admission.js';
 import { isStaticPod } from '../pods/static-pods.js';
@@ -130,9 +131,9 @@ export class PodEvictions {
   }
 
   /** Why the pod was evicted, if it was: what its final status says. */
-  of(uid: string): { reason: string; message: string; disruptionTarget: boolean } | undefined {
+  of(uid: string): NodeEnded | undefined {
     const e = this.evicted.get(uid);
-    return e && { reason: EVICTED_REASON, message: e.message, disruptionTarget: e.disruptionTarget };
+    return e && { reason: EVICTED_REASON, message: e.message, ...(e.disruptionTarget ? { disruptionTarget: e.message } : {}) };
   }
 
   /** The grace period its kill gets: the one its eviction chose. */

@@ -3,7 +3,8 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { bytes, milliCPU } from '../util/quantity.js';
 
-export type ResourceName = 'cpu' | 'memory' | 'ephemeral-storage';
+/** cpu (in millicores), memory, ephemeral-storage, hugepages-*, an extended resource. */
+export type ResourceName = string;
 type Requirements = { requests?: Record<string, string>; limits?: Record<string, string> };
 
 const parseFor = (r: ResourceName) => (q: string) => (r === 'cpu' ? milliCPU(q) : bytes(q));

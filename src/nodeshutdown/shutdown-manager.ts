@@ -6,6 +6,7 @@
 // for it (shutdownOnSIGTERM: a DaemonSet whose host is shutting down).
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
+import type { NodeEnded } from '../status/node-ended.js';
 import type { Clock } from '../util/clock.js';
 import { groupByPriority, NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON, podShutdownGracePeriod, type ShutdownGroup } from './groups.js';
 
@@ -42,8 +43,8 @@ export class NodeShutdownManager {
   }
 
   /** Why a pod's final status is Failed, if the shutdown ended it. */
-  of(uid: string): { reason: string; message: string; disruptionTarget: boolean } | undefined {
-    return this.ending.has(uid) ? { reason: NODE_SHUTDOWN_REASON, message: NODE_SHUTDOWN_MESSAGE, disruptionTarget: true } : undefined;
+  of(uid: string): NodeEnded | undefined {
+    return this.ending.has(uid) ? { reason: NODE_SHUTDOWN_REASON, message: NODE_SHUTDOWN_MESSAGE, disruptionTarget: NODE_SHUTDOWN_MESSAGE } : undefined;
   }
 
   gracePeriodOverride(uid: string): number | undefined {

@@ -7,6 +7,7 @@ import { bytes, milliCPU } from '../util/quantity.js';
 import { admitAppArmor, type AppArmorVerdict } from './apparmor.js';
 import { admitUnderPressure, isCriticalPod, pressureConditions } from './pressure-admission.js';
 import type { SysctlAllowlist } from './sysctls.js';
+import { podsToPreempt, PreemptionError, requirementsOf } from '../preemption/preemption.js';
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
 
@@ -79,8 +80,73 @@ export function tolerates(toleration: V1Toleration, taint: V1Taint): boolean {
  * Decides whether `pod` may run next to `admitted` (the pods already running or admitted here).
  * As the kubelet, only NoExecute taints are checked here: NoSchedule is the scheduler's business.
  */
-export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResult {
-  // First what no eviction could help: the pod's OS (this node is linux).
+/** The kubelet's InsufficientResourceError: a resource the node has too little left of for the pod. */
+export interface InsufficientResource {
+  resourceName: string;
+  requested: number;
+  used: number;
+  capacity: number;
+}
+
+/** A failed predicate: its reason and message, and for a resource what is short. */
+export type FitFailure = { reason: string; message: string; insufficient?: InsufficientResource };
+
+const REASON_OF: Record<string, string> = { cpu: 'OutOfcpu', memory: 'OutOfmemory', 'ephemeral-storage': 'OutOfephemeral-storage', pods: 'OutOfpods' };
+
+function insufficient(r: InsufficientResource): FitFailure {
+  return { reason: REASON_OF[r.resourceName] ?? `OutOf${r.resourceName}`, message: `Node didn't have enough resource: ${r.resourceName}, requested: ${r.requested}, used: ${r.used}, capacity: ${r.capacity}`, insufficient: r };
+}
+
+/** The resources a pod requests beyond cpu, memory and ephemeral-storage (extended resources, hugepages). */
+function otherResources(pod: V1Pod): string[] {
+  const names = new Set<string>();
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    for (const k of [...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})]) names.add(k);
+  }
+  return [...names].filter((n) => !['cpu', 'memory', 'ephemeral-storage'].includes(n)).sort();
+}
+
+/**
+ * What the node's resources lack for the pod, as the scheduler's Fits checks it in the kubelet's
+ * admission: pods, then each resource the pod requests (cpu, memory, ephemeral-storage, then the
+ * others), against allocatable less what the admitted pods request. An extended resource the node
+ * does not advertise is left out, as the kubelet leaves it (a cluster-level one); hugepages count 0.
+ */
+export function insufficientResources(pod: V1Pod, node: V1Node, admitted: V1Pod[]): InsufficientResource[] {
+  const alloc = (node.status?.allocatable ?? {}) as Record<string, string>;
+  const out: InsufficientResource[] = [];
+  const maxPods = Number(alloc.pods ?? 110);
+  if (admitted.length + 1 > maxPods) out.push({ resourceName: 'pods', requested: 1, used: admitted.length, capacity: maxPods });
+  for (const name of ['cpu', 'memory', 'ephemeral-storage', ...otherResources(pod)]) {
+    const want = podRequest(pod, name);
+    if (want <= 0) continue;
+    const text = alloc[name];
+    if (text === undefined && !name.startsWith('hugepages-')) continue;
+    const capacity = text === undefined ? 0 : name === 'cpu' ? milliCPU(text) : bytes(text);
+    const used = admitted.reduce((n, p) => n + podRequest(p, name), 0);
+    if (used + want > capacity) out.push({ resourceName: name, requested: want, used, capacity });
+  }
+  return out;
+}
+
+/** Every predicate the pod fails on this node, in the kubelet's order (its first is the one reported). */
+export function fitFailures(pod: V1Pod, node: V1Node, admitted: V1Pod[]): FitFailure[] {
+  const out: FitFailure[] = insufficientResources(pod, node, admitted).map(insufficient);
+  if (!matchesNodeSelectorAndAffinity(pod, node)) {
+    out.push({ reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" });
+  }
+  if (hostPortConflict(pod, admitted)) {
+    out.push({ reason: 'NodePorts', message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" });
+  }
+  const untolerated = (node.spec?.taints ?? []).find((t) => t.effect === 'NoExecute' && !(pod.spec?.tolerations ?? []).some((tol) => tolerates(tol, t)));
+  if (untolerated) {
+    out.push({ reason: 'Taint', message: `Predicate TaintToleration failed: node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ''}}` });
+  }
+  return out;
+}
+
+/** What no eviction could help: the pod's OS (this node is linux). */
+function osMismatch(pod: V1Pod, node: V1Node): AdmitResult | undefined {
   const osLabel = pod.metadata?.labels?.['kubernetes.io/os'];
   if (osLabel !== undefined && osLabel !== (node.metadata?.labels?.['kubernetes.io/os'] ?? 'linux')) {
     return { admit: false, reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" };
@@ -88,42 +154,21 @@ export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResu
   if (pod.spec?.os && pod.spec.os.name !== 'linux') {
     return { admit: false, reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
   }
-  const alloc = (node.status?.allocatable ?? {}) as Record<string, string>;
-  const maxPods = Number(alloc.pods ?? 110);
-  if (admitted.length + 1 > maxPods) {
-    return { admit: false, reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${admitted.length}, capacity: ${maxPods}` };
-  }
-  const want = podRequests(pod);
-  const used = admitted.reduce((acc, p) => {
-    const r = podRequests(p);
-    return { milliCPU: acc.milliCPU + r.milliCPU, memory: acc.memory + r.memory };
-  }, { milliCPU: 0, memory: 0 });
-  const cpuCap = alloc.cpu ? milliCPU(alloc.cpu) : Infinity;
-  const memCap = alloc.memory ? bytes(alloc.memory) : Infinity;
-  if (want.milliCPU > 0 && used.milliCPU + want.milliCPU > cpuCap) {
-    return { admit: false, reason: 'OutOfcpu', message: `Node didn't have enough resource: cpu, requested: ${want.milliCPU}, used: ${used.milliCPU}, capacity: ${cpuCap}` };
-  }
-  if (want.memory > 0 && used.memory + want.memory > memCap) {
-    return { admit: false, reason: 'OutOfmemory', message: `Node didn't have enough resource: memory, requested: ${want.memory}, used: ${used.memory}, capacity: ${memCap}` };
-  }
-  if (!matchesNodeSelectorAndAffinity(pod, node)) {
-    return { admit: false, reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
-  }
-  if (hostPortConflict(pod, admitted)) {
-    return { admit: false, reason: 'NodePorts', message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" };
-  }
-  const untolerated = (node.spec?.taints ?? []).find((t) => t.effect === 'NoExecute' && !(pod.spec?.tolerations ?? []).some((tol) => tolerates(tol, t)));
-  if (untolerated) {
-    return { admit: false, reason: 'Taint', message: `Predicate TaintToleration failed: node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ''}}` };
-  }
-  return { admit: true };
+  return undefined;
+}
+
+export function admitPod(pod: V1Pod, node: V1Node, admitted: V1Pod[]): AdmitResult {
+  const os = osMismatch(pod, node);
+  if (os) return os;
+  const [first] = fitFailures(pod, node, admitted);
+  return first ? { admit: false, reason: first.reason, message: first.message } : { admit: true };
 }
 
 /**
  * Every admit handler of the kubelet, in its order: node pressure (the eviction manager's), sysctls,
  * then the node's fit, then AppArmor.
  */
-export function admitPodHere(pod: V1Pod, here: AdmissionContext): AdmitResult | AppArmorVerdict {
+export function admitPodHere(pod: V1Pod, here: AdmissionContext): AdmitResult | AppArmorVerdict | Preempting {
   try {
     return admitHere(pod, here);
   } catch (err) {
@@ -140,11 +185,37 @@ export interface AdmissionContext {
   staticOrMirror?: boolean;
 }
 
-function admitHere(pod: V1Pod, here: AdmissionContext): AdmitResult | AppArmorVerdict {
-  const pressure = admitUnderPressure(pod, pressureConditions(here.node), isCriticalPod(pod, here.staticOrMirror ?? false));
+/** Admitted, once these pods are ended (critical pod preemption). */
+export type Preempting = { admit: true; preempt: V1Pod[] };
+
+function admitHere(pod: V1Pod, here: AdmissionContext): AdmitResult | AppArmorVerdict | Preempting {
+  const critical = isCriticalPod(pod, here.staticOrMirror ?? false);
+  const pressure = admitUnderPressure(pod, pressureConditions(here.node), critical);
   if (!pressure.admit) return pressure;
   const sysctls = here.sysctls.admit(pod);
   if (!sysctls.admit) return sysctls;
-  const fits = here.node ? admitPod(pod, here.node, here.admitted) : ({ admit: true } as const);
-  return fits.admit ? admitAppArmor(pod, here.appArmorEnabled) : fits;
+  let preempt: V1Pod[] = [];
+  if (here.node) {
+    const os = osMismatch(pod, here.node);
+    if (os) return os;
+    let failures = fitFailures(pod, here.node, here.admitted);
+    // A critical pod short only of resources gets them from pods it may preempt; else what is not
+    // about resources is the answer.
+    if (failures.length && critical) {
+      const other = failures.filter((f) => !f.insufficient);
+      if (other.length) failures = other;
+      else {
+        try {
+          preempt = podsToPreempt(pod, here.admitted, requirementsOf(failures.map((f) => f.insufficient!)));
+          failures = [];
+        } catch (err) {
+          if (!(err instanceof PreemptionError)) throw err;
+          return { admit: false, reason: 'UnexpectedAdmissionError', message: `Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: ${err.message}` };
+        }
+      }
+    }
+    if (failures.length) return { admit: false, reason: failures[0]!.reason, message: failures[0]!.message };
+  }
+  const apparmor = admitAppArmor(pod, here.appArmorEnabled);
+  return apparmor.admit && preempt.length ? { admit: true, preempt } : apparmor;
 }

@@ -1,5 +1,6 @@
 // The API PodStatus the kubelet would write, from the runtime's view of the pod and the last
 // sync's results: phase, conditions, container statuses (state, lastState, restarts), IPs, QoS.
+import type { NodeEnded } from './node-ended.js';
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isStaticPod } from '../pods/static-pods.js';
 import { isRestartableInitContainer } from '../runtime/pod-actions.js';
@@ -21,7 +22,7 @@ export interface GenerateInput {
   /** Its containers have stopped for good (after a kill on deletion, or at its end). */
   podIsTerminal?: boolean;
   /** The node ends the pod (evicted, or activeDeadlineSeconds passed): phase Failed with this reason and message; an eviction for node pressure says so in a DisruptionTarget condition too. */
-  evict?: { reason: string; message: string; disruptionTarget?: boolean };
+  evict?: NodeEnded;
   /** In-place resize: the resources allocated (the pod as allocated), those each running container has, and the resize conditions. */
   resize?: { allocatedPod: V1Pod; actuated: (containerID: string) => V1ResourceRequirements | undefined; conditions: V1PodCondition[] };
   /** The status last computed for the pod (the status manager's), newer than the API's copy until it is written and seen. */
@@ -302,7 +303,7 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
   const conditions: V1PodCondition[] = [
     // Conditions other controllers own (DisruptionTarget, readiness gates' ...) are theirs: kept as they are.
     ...(api.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type) && !(input.evict?.disruptionTarget && c.type === DISRUPTION_TARGET)),
-    ...(input.evict?.disruptionTarget ? [disruptionTarget(input.evict.message, now, api.conditions)] : []),
+    ...(input.evict?.disruptionTarget ? [disruptionTarget(input.evict.disruptionTarget, now, api.conditions)] : []),
     condition('PodReadyToStartContainers', sandboxReady, now, old.conditions),
     condition('Initialized', notInitialized.length === 0 || phase === 'Succeeded', now, old.conditions, 'ContainersNotInitialized', `containers with incomplete status: [${notInitialized.join(' ')}]`),
     gates.length ? condition('Ready', false, now, old.conditions, 'ReadinessGatesNotReady', gates.join(', ')) : condition('Ready', podReady, now, old.conditions, readyReason, readyMessage),

@@ -46,7 +46,7 @@ test('the manager ends the regular pods first, then the critical ones, each grou
   assert.deepEqual(events, ['Normal NodeShutdown Shutdown manager detected shutdown event']);
   assert.equal(synced, 1, 'Ready False written at once');
   assert.deepEqual(woken, [['web', 0]]);
-  assert.deepEqual(m.of('web'), { reason: 'Terminated', message: 'Pod was terminated in response to imminent node shutdown.', disruptionTarget: true });
+  assert.deepEqual(m.of('web'), { reason: 'Terminated', message: 'Pod was terminated in response to imminent node shutdown.', disruptionTarget: 'Pod was terminated in response to imminent node shutdown.' });
   assert.equal(m.gracePeriodOverride('web'), 15);
   assert.equal(m.of('crit'), undefined, 'not yet');
   // web ends after 3 s: the critical group starts then, not at 15 s.

@@ -208,6 +208,39 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
     }
   });
 
+  test('critical pod preemption: a critical pod that does not fit for cpu is admitted once a pod it may preempt has ended (Warning Preempting, Failed/Preempting with DisruptionTarget); a regular pod in its place is refused OutOfcpu', async () => {
+    const dir = mkdtempSync(join(clusterEnv().clusterDir, 'preempt-'));
+    const cfg = join(dir, 'config.yaml');
+    writeFileSync(cfg, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\ncapacity: {cpu: "1"}\nsystemReserved: {}\nkubeReserved: {}\n');
+    const small = uniqueNodeName(`it-preempt-${rt.name}`);
+    const a = await startAgent(small, ['--runtime-endpoint', rt.endpoint, '--config', cfg]);
+    const pods: V1Pod[] = [];
+    try {
+      const cpu = { resources: { requests: { cpu: '600m' } } };
+      const victim = await createPod(small, 'victim', { terminationGracePeriodSeconds: 5, containers: [container('c', loop, cpu)] });
+      pods.push(victim);
+      await waitPod(victim, 'running', 60_000, running);
+      const plain = await createPod(small, 'plain', { containers: [container('c', loop, cpu)] });
+      pods.push(plain);
+      const refused = await waitPod(plain, 'refused', 30_000, done);
+      assert.deepEqual([refused.status!.reason, refused.status!.message], ['OutOfcpu', "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000"]);
+      const critical = await createPod(small, 'critical', { priorityClassName: 'system-node-critical', containers: [container('c', loop, cpu)] });
+      pods.push(critical);
+      const preempted = await waitPod(victim, 'Failed/Preempting', 60_000, done);
+      assert.deepEqual([preempted.status!.phase, preempted.status!.reason, preempted.status!.message], ['Failed', 'Preempting', 'Preempted in order to admit critical pod']);
+      const target = cond(preempted, 'DisruptionTarget');
+      assert.deepEqual([target?.status, target?.reason, target?.message], ['True', 'TerminationByKubelet', 'Pod was preempted by Kubelet to accommodate a critical pod.']);
+      assert.ok((await podEvents(victim)).some((e) => e.type === 'Warning' && e.reason === 'Preempting' && e.message === 'Preempted in order to admit critical pod'));
+      const started = await waitPod(critical, 'running', 60_000, running);
+      const victimEnd = new Date(preempted.status!.containerStatuses![0]!.state!.terminated!.finishedAt!).getTime();
+      assert.ok(new Date(started.status!.containerStatuses![0]!.state!.running!.startedAt!).getTime() >= victimEnd - 1000, 'the critical pod started once the preempted one had stopped');
+    } finally {
+      await Promise.all(pods.map((p) => deletePod(p, 0)));
+      await cleanupAgent(a, rt.endpoint);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {
     const last = new Map<string, V1Pod>();
     const watch = new k8s.Watch(kc);

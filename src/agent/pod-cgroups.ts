@@ -8,11 +8,11 @@ import { detectCgroupManager, CGROUP_ROOT } from '../cm/cgroup-manager.js';
 import { ContainerManager, ContainerManagerConfigError } from '../cm/container-manager.js';
 import type { Allocatable } from '../cm/resource-config.js';
 import type { NodeletConfig } from '../config/config.js';
-import type { HostInfo } from '../kube/host.js';
+import { maxPids, type HostInfo } from '../kube/host.js';
+import { nodeCapacity, nodeReserved } from '../cm/node-allocatable.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import type { Logger } from '../observability/logger.js';
 import type { ContainerCgroupSettings } from '../runtime/deps.js';
-import { milliCPU, parseQuantity } from '../util/quantity.js';
 
 /** The kubelet's event reason when a pod's cgroup cannot be made. */
 export const FAILED_TO_CREATE_POD_CONTAINER = 'FailedToCreatePodContainer';
@@ -21,26 +21,12 @@ export class PodCgroupError extends Error {
   override name = 'PodCgroupError';
 }
 
-/** The most processes the node can have: the smaller of pid_max and threads-max (the kubelet's pid capacity). */
-function maxPids(): number {
-  const read = (f: string) => {
-    try {
-      return Number(readFileSync(f, 'utf8').trim()) || Infinity;
-    } catch {
-      return Infinity;
-    }
-  };
-  const n = Math.min(read('/proc/sys/kernel/pid_max'), read('/proc/sys/kernel/threads-max'));
-  return Number.isFinite(n) ? n : -1;
-}
-
 /** What the node has, and what its pods together may use: capacity less system and kube reserved. */
 export function nodeResources(config: NodeletConfig, host: Pick<HostInfo, 'cpus' | 'memoryBytes'>): { capacity: Allocatable; allocatable: Allocatable } {
-  const cpu = config.capacity.cpu !== undefined ? milliCPU(config.capacity.cpu) : host.cpus * 1000;
-  const memory = config.capacity.memory !== undefined ? parseQuantity(config.capacity.memory) : host.memoryBytes;
-  const reserved = (k: 'cpu' | 'memory') => [config.systemReserved[k], config.kubeReserved[k]].reduce((n, q) => n + (q === undefined ? 0 : k === 'cpu' ? milliCPU(q) : parseQuantity(q)), 0);
-  const pids = maxPids();
-  return { capacity: { milliCPU: cpu, memory, pids }, allocatable: { milliCPU: cpu - reserved('cpu'), memory: memory - reserved('memory'), pids } };
+  const capacity = nodeCapacity(config, host);
+  const reserved = nodeReserved(config);
+  const pids = maxPids() ?? -1;
+  return { capacity: { milliCPU: capacity.milliCPU, memory: capacity.memory, pids }, allocatable: { milliCPU: capacity.milliCPU - reserved.milliCPU, memory: capacity.memory - reserved.memory, pids } };
 }
 
 export class PodCgroups {

@@ -17,7 +17,7 @@ import { isStaticPod } from '../pods/static-pods.js';
 import { buildSummary, NodeCpu, nodeMemory, type StatsSources } from '../server/stats.js';
 import type { Clock } from '../util/clock.js';
 import type { NodeletConfig } from '../config/config.js';
-import { existing, type HostInfo } from '../kube/host.js';
+import { existing, maxPids, type HostInfo } from '../kube/host.js';
 import { nodeResources, type PodCgroups } from './pod-cgroups.js';
 
 export interface PodEvictionsDeps {
@@ -118,7 +118,8 @@ export class PodEvictions {
     // The kubelet observes imagefs whether or not it is the node filesystem.
     Object.assign(out, fsObservations(this.deps.imageFsPath() ?? this.deps.nodeFsPath, 'imagefs.available', 'imagefs.inodesFree'));
     const pids = await processCount();
-    if (pids !== undefined) out['pid.available'] = { available: maxPid() - pids, capacity: maxPid() };
+    const max = maxPids();
+    if (pids !== undefined && max !== undefined) out['pid.available'] = { available: max - pids, capacity: max };
     return out;
   }
 
@@ -143,17 +144,6 @@ export class PodEvictions {
 
   forget(uid: string): void {
     this.evicted.delete(uid);
-  }
-}
-
-/** The kubelet's MaxPID: the smaller of pid_max and threads-max. */
-function maxPid(): number {
-  const read = (f: string) => Number(readFileSync(f, 'utf8').trim()) || Infinity;
-  try {
-    const n = Math.min(read('/proc/sys/kernel/pid_max'), read('/proc/sys/kernel/threads-max'));
-    return Number.isFinite(n) ? n : 32768;
-  } catch {
-    return 32768;
   }
 }
 

@@ -1,5 +1,5 @@
-// What the node is made of, read from the host: capacity, identity and pressure signals.
-import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+// What the node is made of, read from the host: capacity, identity, the most processes it can have.
+import { readFileSync, statfsSync } from 'node:fs';
 import os from 'node:os';
 
 function readTrim(path: string): string {
@@ -75,3 +75,10 @@ export function readHostInfo(nodeFsPath: string): HostInfo {
   };
 }
 
+
+/** The most processes the node can have, as the kubelet's MaxPID: the smaller of pid_max and threads-max; undefined if neither can be read. */
+export function maxPids(): number | undefined {
+  const read = (f: string) => Number(readTrim(f)) || Infinity;
+  const n = Math.min(read('/proc/sys/kernel/pid_max'), read('/proc/sys/kernel/threads-max'));
+  return Number.isFinite(n) ? n : undefined;
+}

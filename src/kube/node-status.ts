@@ -1,8 +1,9 @@
 // The Node object nodelet keeps: labels, taints, addresses, nodeInfo, capacity/allocatable and the
 // Ready/MemoryPressure/DiskPressure/PIDPressure conditions, computed as the kubelet does (pure).
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { NodeletConfig, ResourceList } from '../config/config.js';
+import type { NodeletConfig } from '../config/config.js';
 import { parseQuantity } from '../util/quantity.js';
+import { nodeCapacity, nodeReserved } from '../cm/node-allocatable.js';
 import { hardEvictionReservation, parseThresholds, type NodeConditionType } from '../eviction/thresholds.js';
 import type { HostInfo } from './host.js';
 
@@ -56,23 +57,15 @@ export function newNode(config: NodeletConfig, host: HostInfo, status: V1NodeSta
 
 const KiB = 1024;
 
-function amount(list: ResourceList, key: keyof ResourceList): number {
-  const v = list[key];
-  return v === undefined ? 0 : parseQuantity(v);
-}
-
 export function capacityAndAllocatable(config: NodeletConfig, host: HostInfo): { capacity: Record<string, string>; allocatable: Record<string, string> } {
-  const over = config.capacity;
-  const cpu = over.cpu !== undefined ? parseQuantity(over.cpu) : host.cpus;
-  const memory = over.memory !== undefined ? parseQuantity(over.memory) : host.memoryBytes;
-  const storage = over['ephemeral-storage'] !== undefined ? parseQuantity(over['ephemeral-storage']) : host.ephemeralStorageBytes;
-  const pods = over.pods !== undefined ? parseQuantity(over.pods) : config.maxPods;
-  const reserved = (k: keyof ResourceList) => amount(config.systemReserved, k) + amount(config.kubeReserved, k);
+  const { milliCPU: cpu, memory, ephemeralStorage: storage } = nodeCapacity(config, host);
+  const reserved = nodeReserved(config);
+  const pods = config.capacity.pods !== undefined ? parseQuantity(config.capacity.pods) : config.maxPods;
   // As the kubelet: hard eviction thresholds are kept out of allocatable too.
   const thresholds = parseThresholds(config);
   const memEviction = hardEvictionReservation(thresholds, 'memory.available', memory);
   const fsEviction = hardEvictionReservation(thresholds, 'nodefs.available', storage);
-  const milli = (cores: number) => Math.max(0, Math.round(cores * 1000));
+  const milli = (m: number) => Math.max(0, m);
   const cpuText = (m: number) => (m % 1000 === 0 ? String(m / 1000) : `${m}m`);
   const memText = (b: number) => `${Math.max(0, Math.floor(b / KiB))}Ki`;
   return {
@@ -83,9 +76,9 @@ export function capacityAndAllocatable(config: NodeletConfig, host: HostInfo): {
       pods: String(Math.floor(pods)),
     },
     allocatable: {
-      cpu: cpuText(milli(cpu - reserved('cpu'))),
-      memory: memText(memory - reserved('memory') - memEviction),
-      'ephemeral-storage': String(Math.max(0, Math.floor(storage - reserved('ephemeral-storage') - fsEviction))),
+      cpu: cpuText(milli(cpu - reserved.milliCPU)),
+      memory: memText(memory - reserved.memory - memEviction),
+      'ephemeral-storage': String(Math.max(0, Math.floor(storage - reserved.ephemeralStorage - fsEviction))),
       pods: String(Math.floor(pods)),
     },
   };

@@ -3,7 +3,7 @@
 // a deleted pod's last status before it goes has a terminal phase, and readiness gates hold Ready
 // until the gate's condition (written by someone else) is True, that condition kept.
 import { test, before, after } from 'node:test';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -34,6 +34,29 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
   const loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
   const done = (p: V1Pod) => (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined);
   const cond = (p: V1Pod, type: string) => p.status?.conditions?.find((c) => c.type === type);
+
+  /**
+   * An agent of the test's own, with these config file fields and flags, for what the suite's agent
+   * must not be given; its pods (those the test pushes to `pods`) and the agent removed after.
+   */
+  async function withOwnAgent(prefix: string, config: string, run: (node: string, pods: V1Pod[], agent: RunningAgent) => Promise<void>, setup: (dir: string) => string[] = () => []): Promise<void> {
+    const dir = mkdtempSync(join(clusterEnv().clusterDir, `${prefix}-`));
+    const flags = setup(dir);
+    const cfg = join(dir, 'config.yaml');
+    writeFileSync(cfg, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\n${config}`);
+    const node = uniqueNodeName(`it-${prefix}-${rt.name}`);
+    const pods: V1Pod[] = [];
+    let a: RunningAgent | undefined;
+    try {
+      a = await startAgent(node, ['--runtime-endpoint', rt.endpoint, '--config', cfg, ...flags]);
+      await run(node, pods, a);
+    } finally {
+      await Promise.all(pods.map((p) => deletePod(p, 0)));
+      if (a) await cleanupAgent(a, rt.endpoint);
+      spawnSync('umount', ['-l', dir]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
 
   test('a pod with a sidecar and an app container that exits 0 under Never ends Succeeded, the sidecar stopped after the app', async () => {
     const created = await createPod(node, 'sidecar', {
@@ -124,16 +147,9 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
   });
 
   test('node pressure, as the kubelet\'s eviction manager: a pod filling the node filesystem past evictionHard nodefs.available is evicted first (DiskPressure, EvictionThresholdMet on the Node, Failed/Evicted with DisruptionTarget and the kubelet\'s message); a pod within its request runs on', async () => {
-    // The node filesystem (pod directories and logs) is a 64 MiB tmpfs of its own: the pressure is
-    // made there, and the host's disk is never at stake.
-    const nodefs = mkdtempSync(join(clusterEnv().clusterDir, 'nodefs-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m,mode=0755', 'nodelet-test-nodefs', nodefs]);
-    const cfg = join(nodefs, 'config.yaml');
-    writeFileSync(cfg, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nevictionHard: {nodefs.available: 40Mi}\ncontainerLogMaxSize: 100Mi\n');
-    const pressured = uniqueNodeName(`it-nodefs-${rt.name}`);
-    const a = await startAgent(pressured, ['--runtime-endpoint', rt.endpoint, '--config', cfg, '--pod-log-root', join(nodefs, 'logs'), '--root-dir', join(nodefs, 'root')]);
-    try {
+    await withOwnAgent('nodefs', 'evictionHard: {nodefs.available: 40Mi}\ncontainerLogMaxSize: 100Mi\n', async (pressured, pods) => {
       const bystander = await createPod(pressured, 'bystander', { containers: [container('c', loop, { resources: { requests: { 'ephemeral-storage': '10Mi' } } })] });
+      pods.push(bystander);
       await waitPod(bystander, 'running', 60_000, running);
       // 30 MiB in an emptyDir: 64 - 30 is under 40 MiB available.
       const filler = await createPod(pressured, 'filler', {
@@ -161,21 +177,16 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
       const still = await getPod(bystander);
       assert.equal(still.status?.phase, 'Running');
       assert.ok(!(await podEvents(bystander)).some((e) => e.reason === 'Evicted'));
-    } finally {
-      await cleanupAgent(a, rt.endpoint);
-      execFileSync('umount', ['-l', nodefs]);
-      rmSync(nodefs, { recursive: true, force: true });
-    }
+    }, (dir) => {
+      // The node filesystem (pod directories and logs) is a 64 MiB tmpfs of its own: the pressure
+      // is made there, and the host's disk is never at stake.
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m,mode=0755', 'nodelet-test-nodefs', dir]);
+      return ['--pod-log-root', join(dir, 'logs'), '--root-dir', join(dir, 'root')];
+    });
   });
 
   test('graceful node shutdown on the agent\'s SIGTERM (shutdownOnSIGTERM): regular pods end first with their preStop hooks, then critical ones; Failed/Terminated with DisruptionTarget, the NodeShutdown event, Ready False; the agent exits 0', async () => {
-    const dir = mkdtempSync(join(clusterEnv().clusterDir, 'shutdown-'));
-    const cfg = join(dir, 'config.yaml');
-    writeFileSync(cfg, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nshutdownGracePeriod: 20s\nshutdownGracePeriodCriticalPods: 8s\nshutdownOnSIGTERM: true\n');
-    const going = uniqueNodeName(`it-shutdown-${rt.name}`);
-    const a = await startAgent(going, ['--runtime-endpoint', rt.endpoint, '--config', cfg]);
-    const pods: V1Pod[] = [];
-    try {
+    await withOwnAgent('shutdown', 'shutdownGracePeriod: 20s\nshutdownGracePeriodCriticalPods: 8s\nshutdownOnSIGTERM: true\n', async (going, pods, a) => {
       // Each stops 1 s after its TERM; web's preStop leaves a termination message.
       const stopping = "trap 'sleep 1; exit 0' TERM; while true; do sleep 0.2; done";
       const web = await createPod(going, 'web', {
@@ -201,21 +212,11 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
       assert.ok(events.items.some((e) => e.type === 'Normal' && e.message === 'Shutdown manager detected shutdown event'));
       const ready = (await core.readNode({ name: going })).status?.conditions?.find((x) => x.type === 'Ready');
       assert.deepEqual([ready?.status, ready?.message], ['False', 'node is shutting down']);
-    } finally {
-      await Promise.all(pods.map((p) => deletePod(p, 0)));
-      await cleanupAgent(a, rt.endpoint);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('critical pod preemption: a critical pod that does not fit for cpu is admitted once a pod it may preempt has ended (Warning Preempting, Failed/Preempting with DisruptionTarget); a regular pod in its place is refused OutOfcpu', async () => {
-    const dir = mkdtempSync(join(clusterEnv().clusterDir, 'preempt-'));
-    const cfg = join(dir, 'config.yaml');
-    writeFileSync(cfg, 'apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\ncapacity: {cpu: "1"}\nsystemReserved: {}\nkubeReserved: {}\n');
-    const small = uniqueNodeName(`it-preempt-${rt.name}`);
-    const a = await startAgent(small, ['--runtime-endpoint', rt.endpoint, '--config', cfg]);
-    const pods: V1Pod[] = [];
-    try {
+    await withOwnAgent('preempt', 'capacity: {cpu: "1"}\nsystemReserved: {}\nkubeReserved: {}\n', async (small, pods) => {
       const cpu = { resources: { requests: { cpu: '600m' } } };
       const victim = await createPod(small, 'victim', { terminationGracePeriodSeconds: 5, containers: [container('c', loop, cpu)] });
       pods.push(victim);
@@ -234,11 +235,7 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
       const started = await waitPod(critical, 'running', 60_000, running);
       const victimEnd = new Date(preempted.status!.containerStatuses![0]!.state!.terminated!.finishedAt!).getTime();
       assert.ok(new Date(started.status!.containerStatuses![0]!.state!.running!.startedAt!).getTime() >= victimEnd - 1000, 'the critical pod started once the preempted one had stopped');
-    } finally {
-      await Promise.all(pods.map((p) => deletePod(p, 0)));
-      await cleanupAgent(a, rt.endpoint);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a deleted pod gets a terminal phase (by its containers\' exits) before its API object goes', async () => {

@@ -28,6 +28,8 @@ export function fakeDeps(overrides: Partial<RuntimeManagerDeps> = {}) {
   const runtime = new FakeRuntime(clock);
   const recorder = new MemoryRecorder();
   const gone = new Set<string>();
+  /** Pods that have ended but are still in the API (their runtime may go, their content not yet). */
+  const ended = new Set<string>();
   const deps: RuntimeManagerDeps = {
     runtime,
     images: runtime,
@@ -42,7 +44,7 @@ export function fakeDeps(overrides: Partial<RuntimeManagerDeps> = {}) {
     podState: {
       isPodTerminationRequested: () => false,
       shouldPodContentBeRemoved: (uid) => gone.has(uid),
-      shouldPodRuntimeBeRemoved: (uid) => gone.has(uid),
+      shouldPodRuntimeBeRemoved: (uid) => gone.has(uid) || ended.has(uid),
     },
     probes: { liveness: noProbeResults, startup: noProbeResults },
     podLogRoot: mkdtempSync(join(tmpdir(), 'nodelet-logs-')),
@@ -54,5 +56,5 @@ export function fakeDeps(overrides: Partial<RuntimeManagerDeps> = {}) {
     dns: { clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local', resolvConf: '' },
     ...overrides,
   };
-  return { deps, clock, runtime, recorder, gone };
+  return { deps, clock, runtime, recorder, gone, ended };
 }

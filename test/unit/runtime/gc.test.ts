@@ -144,3 +144,18 @@ test('a deleted pod is removed from the runtime at once: its stopped containers,
   assert.equal(runtime.running().length, 1, "the other pod's container runs on");
   assert.equal(runtime.sandboxes.size, 1);
 });
+
+test('GC for the eviction manager (DeleteAllUnusedContainers) also takes the dead containers and sandboxes of pods that have ended but are still in the API', async () => {
+  const { deps, runtime, ended, clock } = fakeDeps();
+  const p = pod();
+  await syncPod(deps, p, await status(deps, p));
+  runtime.exit(runtime.running()[0]!.id, 0);
+  for (const sb of runtime.sandboxes.values()) sb.state = 'SANDBOX_NOTREADY';
+  clock.step(1000);
+  ended.add('uid-1');
+  assert.equal((await garbageCollect(deps, defaultGCPolicy, true)).containersRemoved, 0, 'the routine pass keeps the last dead instance');
+  const report = await garbageCollect(deps, defaultGCPolicy, true, true);
+  assert.equal(report.containersRemoved, 1);
+  assert.equal(report.sandboxesRemoved, 1);
+  assert.equal(runtime.containers.size, 0);
+});

@@ -11,8 +11,12 @@ import type { NodeletConfig } from '../config/config.js';
 import { maxPids, type HostInfo } from '../kube/host.js';
 import { nodeCapacity, nodeReserved } from '../cm/node-allocatable.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
+import { nodeObjectRef } from '../images/image-gc-manager.js';
+import { milliCPU, parseQuantity } from '../util/quantity.js';
 import type { Logger } from '../observability/logger.js';
 import type { ContainerCgroupSettings } from '../runtime/deps.js';
+
+const SUCCESSFUL_ENFORCEMENT = 'SuccessfulNodeAllocatableEnforcement';
 
 /** The kubelet's event reason when a pod's cgroup cannot be made. */
 export const FAILED_TO_CREATE_POD_CONTAINER = 'FailedToCreatePodContainer';
@@ -41,7 +45,12 @@ export class PodCgroups {
     if (!config.cgroupsPerQOS) return;
     const cgroups = detectCgroupManager();
     if (!cgroups) throw new ContainerManagerConfigError('cgroupsPerQOS: no cgroup hierarchy is mounted under /sys/fs/cgroup (set cgroupsPerQOS: false to run without one)');
-    this.manager = new ContainerManager(cgroups, { ...config, ...nodeResources(config, host) }, (pid) => {
+    const reserved = (r: NodeletConfig['systemReserved']) => ({
+      ...(r.cpu !== undefined ? { milliCPU: milliCPU(r.cpu) } : {}),
+      ...(r.memory !== undefined ? { memory: parseQuantity(r.memory) } : {}),
+    });
+    const settings = { ...config, ...nodeResources(config, host), systemReserved: reserved(config.systemReserved), kubeReserved: reserved(config.kubeReserved) };
+    this.manager = new ContainerManager(cgroups, settings, (pid) => {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
@@ -51,9 +60,19 @@ export class PodCgroups {
   }
 
   /** Makes kubepods and the QoS cgroups; a missing cgroup root is a ContainerManagerConfigError. */
+  /** Makes kubepods and the QoS cgroups, and holds the reserved cgroups to their reservations, with the kubelet's events. */
   start(): void {
-    this.manager?.start();
-    if (this.manager) this.logger.info('pod cgroups', { root: this.config.cgroupRoot, version: this.manager.version, enforceNodeAllocatable: this.config.enforceNodeAllocatable });
+    if (!this.manager) return;
+    const node = nodeObjectRef(this.config.nodeName);
+    this.manager.start();
+    if (this.config.cgroupRoot !== '/') this.recorder.event(node, 'Normal', SUCCESSFUL_ENFORCEMENT, 'Updated Node Allocatable limit across pods');
+    try {
+      for (const r of this.manager.enforceReserved()) this.recorder.event(node, 'Normal', SUCCESSFUL_ENFORCEMENT, `Updated limits on ${r.what} cgroup ${r.cgroup}`);
+    } catch (err) {
+      this.recorder.event(node, 'Warning', 'FailedNodeAllocatableEnforcement', (err as Error).message);
+      throw err;
+    }
+    this.logger.info('pod cgroups', { root: this.config.cgroupRoot, version: this.manager.version, enforceNodeAllocatable: this.config.enforceNodeAllocatable });
   }
 
   /** The CRI cgroup_parent of a pod's sandbox. */

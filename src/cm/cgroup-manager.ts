@@ -1,7 +1,7 @@
 // The node's cgroups written directly (the kubelet's cgroupfs driver), on cgroup v1 (a directory
 // in every mounted hierarchy) or v2 (one tree, controllers enabled down to each cgroup).
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { mounts } from '../procruntime/procfs.js';
 import { readCgroupV1, readCgroupV2 } from '../procruntime/stats.js';
 import type { CgroupName, ResourceConfig } from './resource-config.js';
@@ -9,6 +9,8 @@ import type { CgroupName, ResourceConfig } from './resource-config.js';
 export interface CgroupManager {
   readonly version: 'v1' | 'v2';
   exists(name: CgroupName): boolean;
+  /** Why the cgroup cannot be used as one the kubelet enforces limits on (missing paths or controllers), in its words; undefined when it can. */
+  validate(name: CgroupName): string | undefined;
   /** Makes the cgroup (and its parents) and applies the config; throws what the kernel refused. */
   create(name: CgroupName, config: ResourceConfig): void;
   update(name: CgroupName, config: ResourceConfig): void;
@@ -27,6 +29,9 @@ export class CgroupError extends Error {
 }
 
 export const CGROUP_ROOT = '/sys/fs/cgroup';
+
+/** Go's %q of a []string: ["a" "b"]. */
+const goStrings = (name: CgroupName) => `[${name.map((n) => JSON.stringify(n)).join(' ')}]`;
 
 /** cpu.shares to cpu.weight as runc converts them: the kubelet's 100m (102 shares) is weight 4. */
 export const sharesToWeight = (shares: number) => Math.max(1, Math.min(10000, 1 + Math.floor(((Math.max(2, shares) - 2) * 9999) / 262142)));
@@ -111,6 +116,13 @@ export class V1CgroupManager implements CgroupManager {
     return this.dirs(name).every((d) => existsSync(d));
   }
 
+  validate(name: CgroupName): string | undefined {
+    // The controllers the kubelet looks at; a hierarchy of others (net_cls, blkio ...) may lack it.
+    const wanted = ['cpu', 'cpuacct', 'cpuset', 'memory', 'systemd', 'pids', 'hugetlb'];
+    const missing = this.hierarchies.filter((h) => basename(h).split(',').some((c) => wanted.includes(c.replace(/^name=/, '')))).map((h) => join(h, ...name)).filter((d) => !existsSync(d));
+    return missing.length ? `cgroup ${goStrings(name)} has some missing paths: ${missing.join(', ')}` : undefined;
+  }
+
   create(name: CgroupName, config: ResourceConfig): void {
     for (const h of this.hierarchies) ensureCgroupPath(h, name);
     this.update(name, config);
@@ -159,6 +171,20 @@ export class V2CgroupManager implements CgroupManager {
 
   exists(name: CgroupName): boolean {
     return existsSync(join(this.root, ...name));
+  }
+
+  validate(name: CgroupName): string | undefined {
+    const read = (dir: string) => readFileSync(join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean);
+    let enabled: string[];
+    try {
+      enabled = read(join(this.root, ...name));
+    } catch (err) {
+      return `could not read controllers for cgroup ${goStrings(name)}: ${(err as Error).message}`;
+    }
+    // Those of the kubelet's the machine has at all.
+    const supported = ['cpu', 'cpuset', 'memory', 'hugetlb', 'pids'].filter((c) => read(this.root).includes(c));
+    const missing = supported.filter((c) => !enabled.includes(c)).sort();
+    return missing.length ? `cgroup ${goStrings(name)} has some missing controllers: ${missing.join(', ')}` : undefined;
   }
 
   /** Enables, in the cgroup's subtree_control, every controller it has (as libcontainer does for each parent). */

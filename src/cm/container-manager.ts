@@ -17,6 +17,7 @@ import {
   toCgroupfs,
   type Allocatable,
   type CgroupName,
+  type ResourceConfig,
 } from './resource-config.js';
 
 /** A setting the node's cgroups cannot be made with: one line, exit code 2, as a bad config file. */
@@ -35,6 +36,35 @@ export interface ContainerManagerConfig {
   cpuCFSQuota: boolean;
   capacity: Allocatable;
   allocatable: Allocatable;
+  /** The cgroups the OS's and the node daemons' processes run in, held to systemReserved and kubeReserved when enforced. */
+  systemReservedCgroup: string;
+  kubeReservedCgroup: string;
+  systemReserved: ReservedAmounts;
+  kubeReserved: ReservedAmounts;
+}
+
+/** What is reserved, as a reserved cgroup's limits are made of: millicores, bytes, processes. */
+export interface ReservedAmounts {
+  milliCPU?: number;
+  memory?: number;
+  pids?: number;
+}
+
+/** A reserved cgroup the node limits, and what the kubelet's event says of it. */
+export interface ReservedEnforcement {
+  cgroup: string;
+  /** "system reserved", "kube reserved" */
+  what: string;
+}
+
+/** The kubelet's limits of a reserved cgroup: cpu shares always, memory and pids unless only compressible resources are enforced. */
+export function reservedConfig(r: ReservedAmounts, compressibleOnly: boolean): ResourceConfig {
+  const out: ResourceConfig = {};
+  if (r.milliCPU !== undefined) out.cpuShares = milliCPUToShares(r.milliCPU);
+  if (compressibleOnly) return out;
+  if (r.memory !== undefined) out.memory = r.memory;
+  if (r.pids !== undefined) out.pidsLimit = r.pids;
+  return out;
 }
 
 const MIN_SHARES = milliCPUToShares(0);
@@ -64,6 +94,34 @@ export class ContainerManager {
     this.cgroups.create(this.kubepods, allocatableConfig(enforced ? this.config.allocatable : this.config.capacity));
     this.cgroups.create(qosCgroupName(this.kubepods, 'Burstable'), {});
     this.cgroups.create(qosCgroupName(this.kubepods, 'BestEffort'), { cpuShares: MIN_SHARES });
+  }
+
+  /**
+   * Holds the reserved cgroups to their reservations (the kubelet's enforceExistingCgroup), as
+   * enforceNodeAllocatable asks; they must exist. Throws ContainerManagerConfigError in the kubelet's words.
+   */
+  enforceReserved(): ReservedEnforcement[] {
+    const c = this.config;
+    const done: ReservedEnforcement[] = [];
+    for (const [key, cgroup, amounts, what, label] of [
+      ['system-reserved', c.systemReservedCgroup, c.systemReserved, 'system reserved', 'System Reserved'],
+      ['kube-reserved', c.kubeReservedCgroup, c.kubeReserved, 'kube reserved', 'Kube Reserved'],
+    ] as const) {
+      const full = c.enforceNodeAllocatable.includes(key);
+      const compressible = c.enforceNodeAllocatable.includes(`${key}-compressible`);
+      if (!full && !compressible) continue;
+      const name = parseCgroupfs(cgroup);
+      const kind = compressible ? `${label} Compressible` : label;
+      const problem = this.cgroups.validate(name);
+      if (problem) throw new ContainerManagerConfigError(`Failed to enforce ${kind} Cgroup Limits on ${JSON.stringify(cgroup)}: ${problem}`);
+      try {
+        this.cgroups.update(name, reservedConfig(amounts, compressible));
+      } catch (err) {
+        throw new ContainerManagerConfigError(`Failed to enforce ${kind} Cgroup Limits on ${JSON.stringify(cgroup)}: ${(err as Error).message}`);
+      }
+      done.push({ cgroup, what });
+    }
+    return done;
   }
 
   /** The cgroup_parent a pod's sandbox gets: its pod cgroup, or none without cgroupsPerQOS. */

@@ -156,6 +156,9 @@ export interface NodeletConfig {
   cgroupRoot: string;
   /** 'pods': the pods' cgroup is limited to allocatable; [] ('none'): to capacity. */
   enforceNodeAllocatable: string[];
+  /** cgroupfs paths of the cgroups the OS's daemons and the node's (runtime, agent) run in; held to systemReserved/kubeReserved when enforceNodeAllocatable says so. */
+  systemReservedCgroup: string;
+  kubeReservedCgroup: string;
   /** Each pod's pids.max (-1: unbounded). */
   podPidsLimit: number;
   /** cgroup v2: only the process the kernel picks is killed on an OOM, not the container (memory.oom.group 0). */
@@ -249,6 +252,8 @@ export function defaultConfig(): NodeletConfig {
     cgroupDriver: 'cgroupfs',
     cgroupRoot: '/',
     enforceNodeAllocatable: ['pods'],
+    systemReservedCgroup: '',
+    kubeReservedCgroup: '',
     podPidsLimit: -1,
     singleProcessOOMKill: false,
     logLevel: 'info',
@@ -377,6 +382,8 @@ const fields: Record<string, FieldSpec> = {
   cgroupDriver: { kind: 'enum', values: ['cgroupfs'] },
   cgroupRoot: { kind: 'string' },
   enforceNodeAllocatable: { kind: 'stringList' },
+  systemReservedCgroup: { kind: 'string' },
+  kubeReservedCgroup: { kind: 'string' },
   podPidsLimit: { kind: 'int', min: -1, max: 4194304 },
   singleProcessOOMKill: { kind: 'bool' },
   logLevel: { kind: 'enum', values: ['error', 'warn', 'info', 'debug'] },
@@ -634,18 +641,33 @@ function checkNodeLabels(labels: Record<string, string>): void {
 /** The kubelet's checks of enforceNodeAllocatable, in its words; 'none' leaves nothing enforced. */
 function checkNodeAllocatable(c: NodeletConfig): void {
   const opts = c.enforceNodeAllocatable;
-  const valid = ['pods', 'system-reserved', 'kube-reserved', 'none'];
-  const bad = opts.find((o) => !valid.includes(o));
-  if (bad !== undefined) throw new ConfigError(`invalid configuration: option "${bad}" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "pods", "system-reserved", "kube-reserved", or "none"`);
-  if (opts.includes('none') && opts.length > 1) throw new ConfigError('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified');
-  // Enforcing them needs the cgroups the OS and the runtime run in (systemReservedCgroup, kubeReservedCgroup), which nodelet does not manage.
-  const reserved = opts.find((o) => o === 'system-reserved' || o === 'kube-reserved');
-  if (reserved) throw new ConfigError(`enforceNodeAllocatable: "${reserved}" is not supported by nodelet (it does not manage the ${reserved} cgroup); use "pods" or "none"`);
-  if (opts.includes('none')) c.enforceNodeAllocatable = [];
-  if (!c.cgroupsPerQOS && c.enforceNodeAllocatable.length) {
-    throw new ConfigError('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on');
+  const valid = ['pods', 'system-reserved', 'system-reserved-compressible', 'kube-reserved', 'kube-reserved-compressible', 'none'];
+  const field = 'enforceNodeAllocatable (--enforce-node-allocatable)';
+  for (const k of ['system-reserved', 'kube-reserved']) {
+    if (opts.includes(k) && opts.includes(`${k}-compressible`)) throw new ConfigError(`invalid configuration: both "${k}" and "${k}-compressible" cannot be specified together in ${field}`);
   }
-  if (!c.cgroupRoot.startsWith('/') || c.cgroupRoot.split('/').some((p) => p === '..' || p === '.')) throw new ConfigError(`cgroupRoot: ${JSON.stringify(c.cgroupRoot)} must be an absolute cgroupfs path (/ or /a/b)`);
+  const seen = new Set<string>();
+  for (const o of opts) {
+    if (seen.has(o)) throw new ConfigError(`invalid configuration: duplicated enforcements "${o}" in ${field}`);
+    seen.add(o);
+    if (!valid.includes(o)) throw new ConfigError(`invalid configuration: option "${o}" specified for ${field}. Valid options are ${valid.slice(0, -1).map((v) => `"${v}"`).join(', ')} or "none"`);
+    if (o === 'none') {
+      if (opts.length > 1) throw new ConfigError(`invalid configuration: ${field} may not contain additional enforcements when "none" is specified`);
+      continue;
+    }
+    if (o.startsWith('system-reserved') && !c.systemReservedCgroup) {
+      throw new ConfigError(`invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" or "system-reserved-compressible" included in ${field}`);
+    }
+    if (o.startsWith('kube-reserved') && !c.kubeReservedCgroup) {
+      throw new ConfigError(`invalid configuration: kubeReservedCgroup (--kube-reserved-cgroup) must be specified when "kube-reserved" or "kube-reserved-compressible" included in ${field}`);
+    }
+    if (!c.cgroupsPerQOS) throw new ConfigError(`invalid configuration: ${field} is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on`);
+  }
+  if (opts.includes('none')) c.enforceNodeAllocatable = [];
+  for (const [name, path] of [['cgroupRoot', c.cgroupRoot], ['systemReservedCgroup', c.systemReservedCgroup], ['kubeReservedCgroup', c.kubeReservedCgroup]] as const) {
+    if (name !== 'cgroupRoot' && path === '') continue;
+    if (!path.startsWith('/') || path.split('/').some((p) => p === '..' || p === '.')) throw new ConfigError(`${name}: ${JSON.stringify(path)} must be an absolute cgroupfs path (/ or /a/b)`);
+  }
 }
 
 /** The eviction settings as the kubelet reads them: the default hard thresholds merged in when asked, each map checked in its words. */

@@ -237,7 +237,7 @@ const LAB_CASES = {
     'in-place resize (pods/resize)',
   ],
   attacks: ['device nodes', 'hostile images'],
-  isolation: ['pod cgroups', 'podPidsLimit', 'an OOM in a container'],
+  isolation: ['pod cgroups', 'reserved cgroups', 'podPidsLimit', 'an OOM in a container'],
 };
 describe('the integration suites on cgroup v2 nodes', { concurrency: 2 }, () => {
   describe('pod lifecycle, nodelet on containerd (lab-1)', () => podLifecycleSuite(() => labContainerd(new LabNode('lab-1')), { cases: LAB_CASES.lifecycle }));

@@ -4,7 +4,9 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { projectRoot } from './cluster.js';
 
-const SCRIPT = join(projectRoot, 'deploy/cgroup-root.sh');
+/** deploy/cgroup-root.sh: makes or removes a cgroupfs path in every hierarchy (a lab node reads it from the host's root). */
+export const CGROUP_ROOT_SCRIPT = join(projectRoot, 'deploy/cgroup-root.sh');
+const SCRIPT = CGROUP_ROOT_SCRIPT;
 
 export const agentCgroupRoot = (nodeName: string) => `/nodelet-tests/${nodeName}`;
 

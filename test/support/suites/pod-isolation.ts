@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
 import { clusterEnv, eventually, freePort } from '../cluster.js';
-import { container, createPod, deletePod, NS, podGone, running, waitPod } from '../kube.js';
-import { agentCgroupRoot } from '../cgroups.js';
+import { container, core, createPod, deletePod, NS, podGone, running, waitPod } from '../kube.js';
+import { agentCgroupRoot, CGROUP_ROOT_SCRIPT } from '../cgroups.js';
 import type { TestRuntime } from '../runtimes.js';
 import { casesOf, type SuiteOptions } from '../cases.js';
 
@@ -30,8 +30,28 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
   before(async () => {
     rt = await makeRuntime();
     node = uniqueNodeName(`it-iso-${rt.name}`);
+    // The cgroups the node's daemons would run in, beside its kubepods: held to what is reserved for them.
+    const root = agentCgroupRoot(node);
+    await nodeSh(`sh ${CGROUP_ROOT_SCRIPT} make ${root}/system && sh ${CGROUP_ROOT_SCRIPT} make ${root}/runtime`);
+    // A file of the checkout: a lab node reads the host's root.
+    const dir = join(env.clusterDir, 'test-agents');
+    mkdirSync(dir, { recursive: true });
+    const config = join(dir, `${node}.yaml`);
+    writeFileSync(
+      config,
+      [
+        'apiVersion: nodelet.io/v1alpha1',
+        'kind: NodeletConfiguration',
+        'enforceNodeAllocatable: [pods, system-reserved, kube-reserved-compressible]',
+        `systemReservedCgroup: ${root}/system`,
+        `kubeReservedCgroup: ${root}/runtime`,
+        'systemReserved: {cpu: 100m, memory: 32Mi}',
+        'kubeReserved: {cpu: 50m, memory: 16Mi}',
+        '',
+      ].join('\n'),
+    );
     // Each pod held to 64 processes (podPidsLimit): far more than any case here starts, fewer than the pids case tries.
-    agent = await startAgent(node, ['--runtime-endpoint', rt.endpoint, '--pod-max-pids', String(POD_PIDS)], { place: rt.place });
+    agent = await startAgent(node, ['--config', config, '--runtime-endpoint', rt.endpoint, '--pod-max-pids', String(POD_PIDS)], { place: rt.place });
   });
   after(async () => {
     await cleanupAgent(agent, rt.endpoint);
@@ -212,6 +232,22 @@ export function podIsolationSuite(makeRuntime: () => Promise<TestRuntime>, opts:
     await Promise.all(Object.values(created).map((p) => deletePod(p, 1)));
     await Promise.all(Object.values(created).map((p) => podGone(p, 60_000)));
     await eventually('the pods\' cgroups to be removed', 30_000, async () => ((await nodeSh(Object.values(pods).map((cg) => `test -d ${file(cg, ['memory', ''], '')} && echo ${cg}`).join('; '))).trim() === '' ? true : undefined), 500);
+  });
+
+  test('reserved cgroups as the kubelet enforces them: systemReservedCgroup held to systemReserved (cpu shares, memory), kubeReservedCgroup to kubeReserved\'s cpu alone (kube-reserved-compressible); the Node\'s SuccessfulNodeAllocatableEnforcement events', async () => {
+    const v2 = (await nodeSh('test -f /sys/fs/cgroup/cgroup.controllers && echo v2')).trim() === 'v2';
+    const root = agentCgroupRoot(node);
+    const readCg = async (cg: string, v1: [string, string], v2file: string) => (await nodeSh(`cat ${v2 ? `/sys/fs/cgroup${cg}/${v2file}` : `/sys/fs/cgroup/${v1[0]}${cg}/${v1[1]}`} 2>&1`)).trim();
+    assert.equal(await readCg(`${root}/system`, ['memory', 'memory.limit_in_bytes'], 'memory.max'), String(32 * 2 ** 20));
+    assert.equal(await readCg(`${root}/system`, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '4' : '102');
+    assert.equal(await readCg(`${root}/runtime`, ['cpu', 'cpu.shares'], 'cpu.weight'), v2 ? '2' : '51');
+    assert.equal(await readCg(`${root}/runtime`, ['memory', 'memory.limit_in_bytes'], 'memory.max'), v2 ? 'max' : '9223372036854771712', 'compressible only: its memory is left alone');
+    const messages = await eventually('the enforcement events', 20_000, async () => {
+      const list = await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=Node,involvedObject.name=${node},reason=SuccessfulNodeAllocatableEnforcement` });
+      const m = list.items.map((e) => e.message).sort();
+      return m.length >= 3 ? m : undefined;
+    });
+    assert.deepEqual(messages, ['Updated Node Allocatable limit across pods', `Updated limits on kube reserved cgroup ${root}/runtime`, `Updated limits on system reserved cgroup ${root}/system`]);
   });
 
   test('podPidsLimit: the pod cgroup\'s pids.max, and a pod that starts 100 processes gets no more than that', async () => {

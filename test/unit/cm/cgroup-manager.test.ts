@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { V1CgroupManager, V2CgroupManager, sharesToWeight } from '../../../src/cm/cgroup-manager.js';
-import { ContainerManager, ContainerManagerConfigError } from '../../../src/cm/container-manager.js';
+import { ContainerManager, ContainerManagerConfigError, reservedConfig } from '../../../src/cm/container-manager.js';
 
 const read = (f: string) => readFileSync(f, 'utf8').trim();
 
@@ -102,7 +102,7 @@ test('the container manager: kubepods under the root, pod cgroups by class, orph
   try {
     writeFileSync(join(root, 'cgroup.controllers'), 'cpu memory pids');
     writeFileSync(join(root, 'cgroup.subtree_control'), '');
-    const cfg = { cgroupsPerQOS: true, cgroupRoot: '/nodes/n1', enforceNodeAllocatable: ['pods'], podPidsLimit: 1024, cpuCFSQuota: true, capacity: { milliCPU: 2000, memory: 4096, pids: 1000 }, allocatable: { milliCPU: 1800, memory: 3072, pids: 1000 } };
+    const cfg = { cgroupsPerQOS: true, cgroupRoot: '/nodes/n1', enforceNodeAllocatable: ['pods'], podPidsLimit: 1024, cpuCFSQuota: true, capacity: { milliCPU: 2000, memory: 4096, pids: 1000 }, allocatable: { milliCPU: 1800, memory: 3072, pids: 1000 }, systemReservedCgroup: '', kubeReservedCgroup: '', systemReserved: {}, kubeReserved: {} };
     const killed: number[] = [];
     const cm = new ContainerManager(new V2CgroupManager(root), cfg, (pid) => killed.push(pid));
     assert.throws(() => cm.start(), (err: Error) => err instanceof ContainerManagerConfigError && err.message === 'invalid configuration: cgroup-root "/nodes/n1" doesn\'t exist');
@@ -127,6 +127,37 @@ test('the container manager: kubepods under the root, pod cgroups by class, orph
     // Without cgroupsPerQOS: no parent, nothing made.
     const off = new ContainerManager(new V2CgroupManager(root), { ...cfg, cgroupsPerQOS: false }, () => undefined);
     assert.equal(off.podCgroupParent(burstable), undefined);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('reserved cgroups: held to systemReserved (all) or kubeReserved (cpu only, compressible) as enforced; a missing one refused in the kubelet\'s words', () => {
+  const root = mkdtempSync(join(tmpdir(), 'cg-reserved-'));
+  try {
+    writeFileSync(join(root, 'cgroup.controllers'), 'cpu memory pids');
+    writeFileSync(join(root, 'cgroup.subtree_control'), '');
+    const cfg = {
+      cgroupsPerQOS: true, cgroupRoot: '/', enforceNodeAllocatable: ['pods', 'system-reserved', 'kube-reserved-compressible'], podPidsLimit: -1, cpuCFSQuota: true,
+      capacity: { milliCPU: 2000, memory: 4096, pids: 1000 }, allocatable: { milliCPU: 1800, memory: 3072, pids: 1000 },
+      systemReservedCgroup: '/system', kubeReservedCgroup: '/runtime', systemReserved: { milliCPU: 100, memory: 32 * 2 ** 20 }, kubeReserved: { milliCPU: 50, memory: 16 * 2 ** 20 },
+    };
+    const m = new V2CgroupManager(root);
+    const cm = new ContainerManager(m, cfg, () => undefined);
+    assert.throws(() => cm.enforceReserved(), (err: Error) => err instanceof ContainerManagerConfigError && /^Failed to enforce System Reserved Cgroup Limits on "\/system": could not read controllers for cgroup \["system"\]: /.test(err.message));
+    for (const d of ['system', 'runtime']) {
+      mkdirSync(join(root, d));
+      writeFileSync(join(root, d, 'cgroup.controllers'), d === 'system' ? 'cpu memory pids' : 'cpu');
+      for (const f of ['cpu.weight', 'memory.max', 'pids.max']) writeFileSync(join(root, d, f), 'max');
+    }
+    assert.throws(() => cm.enforceReserved(), (err: Error) => err.message === 'Failed to enforce Kube Reserved Compressible Cgroup Limits on "/runtime": cgroup ["runtime"] has some missing controllers: memory, pids');
+    writeFileSync(join(root, 'runtime', 'cgroup.controllers'), 'cpu memory pids');
+    assert.deepEqual(cm.enforceReserved(), [{ cgroup: '/system', what: 'system reserved' }, { cgroup: '/runtime', what: 'kube reserved' }]);
+    assert.equal(read(join(root, 'system/memory.max')), String(32 * 2 ** 20));
+    assert.equal(read(join(root, 'system/cpu.weight')), '4', '100m: 102 shares');
+    assert.equal(read(join(root, 'runtime/cpu.weight')), '2', '50m: 51 shares');
+    assert.equal(read(join(root, 'runtime/memory.max')), 'max', 'compressible only: its memory is left alone');
+    assert.deepEqual(reservedConfig({ milliCPU: 1000, memory: 5 }, false), { cpuShares: 1024, memory: 5 });
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -385,6 +385,10 @@ export function nodeApiSuite(makeRuntime: () => Promise<TestRuntime>, opts: Suit
     assert.equal(cfg.kubeletconfig.authentication.anonymous.enabled, false);
     assert.equal(cfg.kubeletconfig.authorization.mode, 'Webhook');
     assert.equal(cfg.kubeletconfig.syncFrequency, '1m0s');
+    // The kubelet's Linux default thresholds, by their signal names; graceful shutdown off.
+    assert.deepEqual(cfg.kubeletconfig.evictionHard, { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%', 'imagefs.inodesFree': '5%' });
+    assert.equal(cfg.kubeletconfig.evictionMaxPodGracePeriod, 0);
+    assert.equal(cfg.kubeletconfig.shutdownGracePeriod, '0s');
     const list = JSON.parse((await nodeGet(api, '/pods')).body);
     assert.equal(list.kind, 'PodList');
     assert.equal((await nodeGet(api, '/healthz')).body, 'ok');

@@ -48,8 +48,9 @@ export function podStatusPatch(uid: string, desired: V1PodStatus): { metadata: {
   }
   // Merged by type, a condition keeps the fields the patch leaves out: a Ready that turns True
   // must say its old reason and message are gone.
+  // DisruptionTarget is shared: the kubelet writes it only when it ended the pod itself.
   const ours = (desired.conditions ?? [])
-    .filter((c) => KUBELET_CONDITIONS.has(c.type))
+    .filter((c) => KUBELET_CONDITIONS.has(c.type) || (c.type === 'DisruptionTarget' && c.reason === 'TerminationByKubelet'))
     .map((c) => ({ ...c, reason: c.reason ?? null, message: c.message ?? null }) as unknown as V1PodCondition);
   const reported = new Set(ours.map((c) => c.type));
   const deleted = [...KUBELET_CONDITIONS].filter((t) => !reported.has(t) && t !== 'PodScheduled').map((type) => ({ type, $patch: 'delete' }));

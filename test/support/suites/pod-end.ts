@@ -161,7 +161,8 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
       // Its space back at once, before the next pass could find the node still short.
       await deletePod(evicted, 0);
       assert.equal(evicted.status!.reason, 'Evicted');
-      assert.match(evicted.status!.message!, /^The node was low on resource: ephemeral-storage\. Threshold quantity: 40Mi, available: \d+(Ki|Mi)?\. $/);
+      // (Its container's own writable layer and logs, if any, are named too: the emptyDir is not a container's.)
+      assert.match(evicted.status!.message!, /^The node was low on resource: ephemeral-storage\. Threshold quantity: 40Mi, available: \d+(Ki|Mi)?\. (Container c was using \d+(Ki|Mi)?, request is 0, has larger consumption of ephemeral-storage\. )?$/);
       const target = cond(evicted, 'DisruptionTarget');
       assert.deepEqual([target?.status, target?.reason, target?.message], ['True', 'TerminationByKubelet', evicted.status!.message]);
       await eventually('the Evicted event', 20_000, async () => ((await podEvents(evicted)).some((e) => e.type === 'Warning' && e.reason === 'Evicted' && e.message === evicted.status!.message) ? true : undefined), 500);
@@ -227,7 +228,7 @@ export function podEndSuite(makeRuntime: () => Promise<TestRuntime>): void {
       assert.deepEqual([refused.status!.reason, refused.status!.message], ['OutOfcpu', "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000"]);
       const critical = await createPod(small, 'critical', { priorityClassName: 'system-node-critical', containers: [container('c', loop, cpu)] });
       pods.push(critical);
-      const preempted = await waitPod(victim, 'Failed/Preempting', 60_000, done);
+      const preempted = await waitPod(victim, 'Failed/Preempting, its container stopped', 60_000, (x) => (done(x) && x.status?.containerStatuses?.[0]?.state?.terminated ? x : undefined));
       assert.deepEqual([preempted.status!.phase, preempted.status!.reason, preempted.status!.message], ['Failed', 'Preempting', 'Preempted in order to admit critical pod']);
       const target = cond(preempted, 'DisruptionTarget');
       assert.deepEqual([target?.status, target?.reason, target?.message], ['True', 'TerminationByKubelet', 'Pod was preempted by Kubelet to accommodate a critical pod.']);

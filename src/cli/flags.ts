@@ -1,5 +1,6 @@
 // Command-line flags of `nodelet run`: each one sets a field of the config file, and wins over it.
-import { applyFields, ConfigError, defaultConfig, finalizeConfig, loadConfigFile, type NodeletConfig } from '../config/config.js';
+import { applyFields, ConfigError, defaultConfig, loadConfigFile, type NodeletConfig } from '../config/config.js';
+import { finalizeConfig } from '../config/finalize.js';
 
 export class UsageError extends Error {}
 

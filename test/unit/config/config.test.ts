@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseRunArgs, UsageError } from '../../../src/cli/flags.js';
-import { applyFields, ConfigError, configFieldNames, defaultConfig, finalizeConfig, loadConfigFile, parseDuration } from '../../../src/config/config.js';
+import { applyFields, ConfigError, configFieldNames, defaultConfig, loadConfigFile, parseDuration } from '../../../src/config/config.js';
+import { finalizeConfig } from '../../../src/config/finalize.js';
 import { projectRoot } from '../../support/cluster.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodelet-config-'));

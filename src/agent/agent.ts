@@ -248,6 +248,7 @@ export class Agent implements PodSyncer {
     }
     // As the kubelet: nothing talks to the API server before the node has its identity.
     if (!(await this.identity.start())) return;
+    this.podCgroups.recordStartEvents();
     let endpoint = opts.runtimeEndpoint;
     if (opts.runtime === 'process') {
       this.processRuntime = await startEmbeddedRuntime(opts, this.logger);

@@ -35,6 +35,7 @@ export function nodeResources(config: NodeletConfig, host: Pick<HostInfo, 'cpus'
 
 export class PodCgroups {
   private readonly manager?: ContainerManager;
+  private readonly startEvents: string[] = [];
 
   constructor(
     private readonly config: NodeletConfig,
@@ -60,19 +61,23 @@ export class PodCgroups {
   }
 
   /** Makes kubepods and the QoS cgroups; a missing cgroup root is a ContainerManagerConfigError. */
-  /** Makes kubepods and the QoS cgroups, and holds the reserved cgroups to their reservations, with the kubelet's events. */
+  /**
+   * Makes kubepods and the QoS cgroups, and holds the reserved cgroups to their reservations; what
+   * could not be is a ContainerManagerConfigError (one line, exit 2). This runs before the node has
+   * its identity: the kubelet's events of it wait for recordStartEvents().
+   */
   start(): void {
     if (!this.manager) return;
-    const node = nodeObjectRef(this.config.nodeName);
     this.manager.start();
-    if (this.config.cgroupRoot !== '/') this.recorder.event(node, 'Normal', SUCCESSFUL_ENFORCEMENT, 'Updated Node Allocatable limit across pods');
-    try {
-      for (const r of this.manager.enforceReserved()) this.recorder.event(node, 'Normal', SUCCESSFUL_ENFORCEMENT, `Updated limits on ${r.what} cgroup ${r.cgroup}`);
-    } catch (err) {
-      this.recorder.event(node, 'Warning', 'FailedNodeAllocatableEnforcement', (err as Error).message);
-      throw err;
-    }
+    if (this.config.cgroupRoot !== '/') this.startEvents.push('Updated Node Allocatable limit across pods');
+    for (const r of this.manager.enforceReserved()) this.startEvents.push(`Updated limits on ${r.what} cgroup ${r.cgroup}`);
     this.logger.info('pod cgroups', { root: this.config.cgroupRoot, version: this.manager.version, enforceNodeAllocatable: this.config.enforceNodeAllocatable });
+  }
+
+  /** The kubelet's SuccessfulNodeAllocatableEnforcement events of start(), once events can be sent as the node. */
+  recordStartEvents(): void {
+    const node = nodeObjectRef(this.config.nodeName);
+    for (const message of this.startEvents.splice(0)) this.recorder.event(node, 'Normal', SUCCESSFUL_ENFORCEMENT, message);
   }
 
   /** The CRI cgroup_parent of a pod's sandbox. */

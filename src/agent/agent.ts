@@ -1,6 +1,6 @@
 // The agent: pod source -> pod workers -> runtime manager -> CRI, with results going back out
 // through the status manager and the event recorder. This file only wires and schedules.
-import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Node, V1ObjectReference, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { CriClient, checkRuntimeVersion } from '../cri/client.js';
 import { ApiEventRecorder } from '../kube/events.js';
 import { LocalPodStatusStore, LogEventRecorder } from '../kube/local.js';
@@ -167,7 +167,7 @@ export class Agent implements PodSyncer {
       activePods: () => this.workers.activePods(),
       wake: (uid) => this.workers.wake(uid),
       isTerminated: (uid) => this.workers.isPodTerminated(uid),
-      nodeEvent: (type, reason, message) => this.recorder.event(nodeObjectRef(opts.nodeName, this.nodeController?.nodeObject?.metadata?.uid), type, reason, message),
+      nodeEvent: (type, reason, message) => this.nodeEvent(type, reason, message),
       syncNodeStatus: async () => this.nodeController?.updateStatus(),
     });
     this.debug = new DebugView(
@@ -307,7 +307,7 @@ export class Agent implements PodSyncer {
       stats,
       activePods: () => this.workers.activePods(),
       wake: (uid: string) => this.workers.wake(uid),
-      nodeEvent: (type: 'Warning' | 'Normal', reason: string, message: string) => this.recorder.event(nodeObjectRef(opts.nodeName, this.nodeController?.nodeObject?.metadata?.uid), type, reason, message),
+      nodeEvent: (type: 'Warning' | 'Normal', reason: string, message: string) => this.nodeEvent(type, reason, message),
       imageFsPath: () => this.imageGC?.imageFsStats()?.mountpoint || undefined,
       reclaimers: { deleteAllUnusedContainers: () => this.collectGarbage(true), deleteUnusedImages: async () => this.imageGC?.deleteUnusedImages() },
     };
@@ -331,7 +331,7 @@ export class Agent implements PodSyncer {
       images: this.cri,
       runtime: this.cri,
       recorder: this.recorder,
-      nodeRef: () => nodeObjectRef(opts.nodeName, this.nodeController?.nodeObject?.metadata?.uid),
+      nodeRef: () => this.nodeRef(),
       clock: this.clock,
       logger: this.logger,
       policy: { highThresholdPercent: opts.imageGCHighThresholdPercent, lowThresholdPercent: opts.imageGCLowThresholdPercent, minAgeMs: opts.imageMinimumGCAgeMs, maxAgeMs: opts.imageMaximumGCAgeMs },
@@ -390,6 +390,15 @@ export class Agent implements PodSyncer {
     // The image filesystem (its mountpoint is the eviction manager's imagefs), as often as the kubelet's eviction manager reads it.
     this.every(10_000, async () => void (await this.imageGC?.readImageFs().catch(() => undefined)));
     this.logger.info('nodelet started', { node: this.config.nodeName, ...this.nodeApi.ports });
+  }
+
+  /** The Node as events name it (with its UID once it is registered). */
+  private nodeRef(): V1ObjectReference {
+    return nodeObjectRef(this.config.nodeName, this.nodeController?.nodeObject?.metadata?.uid);
+  }
+
+  private nodeEvent(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    this.recorder.event(this.nodeRef(), type, reason, message);
   }
 
   /** Why the node ended the pod, if it did (evicted, or the node shutting down): its final status says so. */

@@ -9,10 +9,9 @@ import { ContainerManager, ContainerManagerConfigError } from '../cm/container-m
 import type { Allocatable } from '../cm/resource-config.js';
 import type { NodeletConfig } from '../config/config.js';
 import { maxPids, type HostInfo } from '../kube/host.js';
-import { nodeCapacity, nodeReserved } from '../cm/node-allocatable.js';
+import { nodeCapacity, nodeReserved, reservedAmounts } from '../cm/node-allocatable.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import { nodeObjectRef } from '../images/image-gc-manager.js';
-import { milliCPU, parseQuantity } from '../util/quantity.js';
 import type { Logger } from '../observability/logger.js';
 import type { ContainerCgroupSettings } from '../runtime/deps.js';
 
@@ -46,11 +45,7 @@ export class PodCgroups {
     if (!config.cgroupsPerQOS) return;
     const cgroups = detectCgroupManager();
     if (!cgroups) throw new ContainerManagerConfigError('cgroupsPerQOS: no cgroup hierarchy is mounted under /sys/fs/cgroup (set cgroupsPerQOS: false to run without one)');
-    const reserved = (r: NodeletConfig['systemReserved']) => ({
-      ...(r.cpu !== undefined ? { milliCPU: milliCPU(r.cpu) } : {}),
-      ...(r.memory !== undefined ? { memory: parseQuantity(r.memory) } : {}),
-    });
-    const settings = { ...config, ...nodeResources(config, host), systemReserved: reserved(config.systemReserved), kubeReserved: reserved(config.kubeReserved) };
+    const settings = { ...config, ...nodeResources(config, host), systemReserved: reservedAmounts(config.systemReserved), kubeReserved: reservedAmounts(config.kubeReserved) };
     this.manager = new ContainerManager(cgroups, settings, (pid) => {
       try {
         process.kill(pid, 'SIGKILL');
@@ -60,7 +55,6 @@ export class PodCgroups {
     });
   }
 
-  /** Makes kubepods and the QoS cgroups; a missing cgroup root is a ContainerManagerConfigError. */
   /**
    * Makes kubepods and the QoS cgroups, and holds the reserved cgroups to their reservations; what
    * could not be is a ContainerManagerConfigError (one line, exit 2). This runs before the node has

@@ -3,21 +3,18 @@
 // processes from /proc) and the pods' stats as /stats/summary reads them; the pods it evicted,
 // each remembered until its worker has killed it and written its final status (Failed, Evicted,
 // the kubelet's message).
-import { readFileSync, statSync, statfsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EVICTED_REASON, EvictionManager, type Eviction, type NodeReclaimers } from '../eviction/eviction-manager.js';
 import { parseThresholds, type NodeConditionType, type Observations, type Threshold } from '../eviction/thresholds.js';
 import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import type { Logger } from '../observability/logger.js';
 import type { NodeEnded } from '../status/node-ended.js';
-import { isMirrorPod } from '../pods/mirror-pods.js';
-import { isCriticalPod } from '../pods/pressure-admission.js';
-import { isStaticPod } from '../pods/static-pods.js';
-import { buildSummary, NodeCpu, nodeMemory, type StatsSources } from '../server/stats.js';
+import { podIsCritical } from '../pods/pressure-admission.js';
+import { buildSummary, fsOf, NodeCpu, nodeMemory, type StatsSources } from '../server/stats.js';
 import type { Clock } from '../util/clock.js';
 import type { NodeletConfig } from '../config/config.js';
-import { existing, maxPids, type HostInfo } from '../kube/host.js';
+import { existing, maxPids, processCount, type HostInfo } from '../kube/host.js';
 import { nodeResources, type PodCgroups } from './pod-cgroups.js';
 
 export interface PodEvictionsDeps {
@@ -44,16 +41,12 @@ export interface PodEvictionsDeps {
 
 /** Bytes and inodes of the filesystem holding a path, as signals; nothing when it cannot be read. */
 function fsObservations(path: string | undefined, bytes: 'nodefs.available' | 'imagefs.available', inodes: 'nodefs.inodesFree' | 'imagefs.inodesFree'): Observations {
-  if (!path) return {};
-  try {
-    const s = statfsSync(path);
-    const out: Observations = { [bytes]: { available: s.bavail * s.bsize, capacity: s.blocks * s.bsize } };
-    // Some filesystems (btrfs, overlay on some kernels) report no inode counts: no signal then.
-    if (s.files > 0) out[inodes] = { available: s.ffree, capacity: s.files };
-    return out;
-  } catch {
-    return {};
-  }
+  const s = path ? fsOf(path, '') : undefined;
+  if (s?.availableBytes === undefined || s.capacityBytes === undefined) return {};
+  const out: Observations = { [bytes]: { available: s.availableBytes, capacity: s.capacityBytes } };
+  // Some filesystems (btrfs, overlay on some kernels) report no inode counts: no signal then.
+  if (s.inodes && s.inodesFree !== undefined) out[inodes] = { available: s.inodesFree, capacity: s.inodes };
+  return out;
 }
 
 function sameFilesystem(a: string, b: string | undefined): boolean {
@@ -80,7 +73,7 @@ export class PodEvictions {
       activePods: deps.activePods,
       observe: () => this.observe(),
       podStats: async () => new Map((await buildSummary(deps.stats, cpu)).pods.map((p) => [p.podRef.uid, p])),
-      isCritical: (pod) => isCriticalPod(pod, isStaticPod(pod) || isMirrorPod(pod)),
+      isCritical: podIsCritical,
       evict: (pod, eviction) => this.evict(pod, eviction),
       nodeEvent: deps.nodeEvent,
       dedicatedImageFs: () => !sameFilesystem(deps.nodeFsPath, deps.imageFsPath()),
@@ -144,14 +137,6 @@ export class PodEvictions {
 
   forget(uid: string): void {
     this.evicted.delete(uid);
-  }
-}
-
-async function processCount(): Promise<number | undefined> {
-  try {
-    return (await readdir('/proc')).filter((d) => /^\d+$/.test(d)).length;
-  } catch {
-    return undefined;
   }
 }
 

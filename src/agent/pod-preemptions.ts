@@ -7,7 +7,7 @@ import { podRef, type EventRecorder } from '../kube/object-ref.js';
 import { podFields, type Logger } from '../observability/logger.js';
 import { PREEMPTED_CONDITION_MESSAGE, PREEMPTED_MESSAGE, PREEMPTING_REASON } from '../preemption/preemption.js';
 import type { NodeEnded } from '../status/node-ended.js';
-import type { Clock } from '../util/clock.js';
+import { waitUntil, type Clock } from '../util/clock.js';
 
 export interface PodPreemptionsDeps {
   clock: Clock;
@@ -32,10 +32,8 @@ export class PodPreemptions {
       this.d.wake(uid);
     }
     const waitS = Math.max(10, ...victims.map((p) => 1.5 * (p.spec?.terminationGracePeriodSeconds ?? 30)));
-    const deadline = this.d.clock.now() + waitS * 1000;
-    const done = () => victims.every((p) => this.d.isTerminated(p.metadata?.uid ?? ''));
-    while (!done() && this.d.clock.now() < deadline) await this.d.clock.sleep(200);
-    if (!done()) this.d.logger.warn('preempted pods still stopping: the critical pod is admitted anyway', { requestingPod: `${critical.metadata?.namespace}/${critical.metadata?.name}` });
+    const stopped = await waitUntil(this.d.clock, () => victims.every((p) => this.d.isTerminated(p.metadata?.uid ?? '')), this.d.clock.now() + waitS * 1000);
+    if (!stopped) this.d.logger.warn('preempted pods still stopping: the critical pod is admitted anyway', { requestingPod: `${critical.metadata?.namespace}/${critical.metadata?.name}` });
   }
 
   of(uid: string): NodeEnded | undefined {

@@ -2,7 +2,7 @@
 // override, else the host's) and what is reserved for the OS and the node's daemons (systemReserved
 // plus kubeReserved). Allocatable, as the Node reports it, is capacity less reserved less the hard
 // eviction thresholds; the pods' cgroup (kubepods) is held to capacity less reserved. Pure.
-import type { NodeletConfig } from '../config/config.js';
+import type { NodeletConfig, ResourceList } from '../config/config.js';
 import type { HostInfo } from '../kube/host.js';
 import { milliCPU, parseQuantity } from '../util/quantity.js';
 
@@ -23,7 +23,18 @@ export function nodeCapacity(config: Pick<NodeletConfig, 'capacity'>, host: Pick
   };
 }
 
+/** One reservation (systemReserved or kubeReserved) in the units limits are set in; what it leaves out is absent. */
+export function reservedAmounts(r: ResourceList): Partial<NodeAmounts> {
+  return {
+    ...(r.cpu !== undefined ? { milliCPU: milliCPU(r.cpu) } : {}),
+    ...(r.memory !== undefined ? { memory: parseQuantity(r.memory) } : {}),
+    ...(r['ephemeral-storage'] !== undefined ? { ephemeralStorage: parseQuantity(r['ephemeral-storage']) } : {}),
+  };
+}
+
 export function nodeReserved(config: Sources): NodeAmounts {
-  const sum = (k: 'cpu' | 'memory' | 'ephemeral-storage') => [config.systemReserved[k], config.kubeReserved[k]].reduce((n, q) => n + (q === undefined ? 0 : k === 'cpu' ? milliCPU(q) : parseQuantity(q)), 0);
-  return { milliCPU: sum('cpu'), memory: sum('memory'), ephemeralStorage: sum('ephemeral-storage') };
+  const system = reservedAmounts(config.systemReserved);
+  const kube = reservedAmounts(config.kubeReserved);
+  const sum = (k: keyof NodeAmounts) => (system[k] ?? 0) + (kube[k] ?? 0);
+  return { milliCPU: sum('milliCPU'), memory: sum('memory'), ephemeralStorage: sum('ephemeralStorage') };
 }

@@ -17,8 +17,6 @@ export function decimalQuantityText(n: number): string {
 
 const textOf = (r: ReclaimResource, n: number) => (r === 'inodes' || r === 'pids' ? decimalQuantityText(n) : quantityText(n));
 
-const requestText = (c: { resources?: { requests?: Record<string, string> } } | undefined, r: string) => c?.resources?.requests?.[r];
-
 export function evictionMessage(resource: ReclaimResource, pod: V1Pod, stats: PodSummary | undefined, thresholds: Threshold[], observations: Observations): string {
   let message = `The node was low on resource: ${resource}. `;
   const t = thresholds.find((x) => resourceOf(x.signal) === resource && observations[x.signal]);
@@ -37,7 +35,7 @@ export function evictionMessage(resource: ReclaimResource, pod: V1Pod, stats: Po
     let usage: number | undefined;
     if (resource === 'memory') usage = cs.memory?.workingSetBytes;
     else if (cs.rootfs?.usedBytes !== undefined && cs.logs?.usedBytes !== undefined) usage = cs.rootfs.usedBytes + cs.logs.usedBytes;
-    const request = requestText(c as never, resource);
+    const request = (c.resources?.requests as Record<string, string> | undefined)?.[resource];
     if (usage !== undefined && usage > (request ? bytes(request) : 0)) message += `Container ${c.name} was using ${quantityText(usage)}, request is ${request ?? '0'}, has larger consumption of ${resource}. `;
   }
   return message;

@@ -1,5 +1,6 @@
 // What the node is made of, read from the host: capacity, identity, the most processes it can have.
 import { readFileSync, statfsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 
 function readTrim(path: string): string {
@@ -81,4 +82,13 @@ export function maxPids(): number | undefined {
   const read = (f: string) => Number(readTrim(f)) || Infinity;
   const n = Math.min(read('/proc/sys/kernel/pid_max'), read('/proc/sys/kernel/threads-max'));
   return Number.isFinite(n) ? n : undefined;
+}
+
+/** The processes running on the node (the numbered entries of /proc); undefined without a /proc. */
+export async function processCount(): Promise<number | undefined> {
+  try {
+    return (await readdir('/proc')).filter((d) => /^\d+$/.test(d)).length;
+  } catch {
+    return undefined;
+  }
 }

@@ -7,7 +7,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 import type { NodeEnded } from '../status/node-ended.js';
-import type { Clock } from '../util/clock.js';
+import { waitUntil, type Clock } from '../util/clock.js';
 import { groupByPriority, NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON, podShutdownGracePeriod, type ShutdownGroup } from './groups.js';
 
 /** The Ready condition's message while the node shuts down. */
@@ -68,10 +68,8 @@ export class NodeShutdownManager {
         this.ending.set(uid, grace);
         deps.wake(uid);
       }
-      const deadline = deps.clock.now() + group.gracePeriodSeconds * 1000;
       const uids = group.pods.map((p) => p.metadata?.uid ?? '');
-      while (!uids.every((u) => deps.isTerminated(u)) && deps.clock.now() < deadline) await deps.clock.sleep(200);
-      if (uids.every((u) => deps.isTerminated(u))) deps.logger.info('done waiting for all pods in group to terminate', { gracePeriod: group.gracePeriodSeconds, priority: group.priority });
+      if (await waitUntil(deps.clock, () => uids.every((u) => deps.isTerminated(u)), deps.clock.now() + group.gracePeriodSeconds * 1000)) deps.logger.info('done waiting for all pods in group to terminate', { gracePeriod: group.gracePeriodSeconds, priority: group.priority });
       else deps.logger.info('shutdown manager pod killing time out', { gracePeriod: group.gracePeriodSeconds, priority: group.priority });
     }
   }

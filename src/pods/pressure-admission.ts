@@ -6,6 +6,8 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { podQOSClass } from '../runtime/resources.js';
 import type { AdmitResult } from './admission.js';
 import { tolerates } from './admission.js';
+import { isMirrorPod } from './mirror-pods.js';
+import { isStaticPod } from './static-pods.js';
 
 /** scheduling.SystemCriticalPriority: system-cluster-critical and system-node-critical are at or above it. */
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
@@ -21,6 +23,11 @@ export function isCriticalPod(pod: V1Pod, staticOrMirror: boolean): boolean {
 export function pressureConditions(node: V1Node | undefined): string[] {
   const conds = node?.status?.conditions ?? [];
   return PRESSURES.filter((t) => conds.some((c) => c.type === t && c.status === 'True'));
+}
+
+/** IsCriticalPod of any pod, static and mirror ones known by their annotations. */
+export function podIsCritical(pod: V1Pod): boolean {
+  return isCriticalPod(pod, isStaticPod(pod) || isMirrorPod(pod));
 }
 
 export function admitUnderPressure(pod: V1Pod, pressures: string[], critical: boolean): AdmitResult {

@@ -6,9 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { podRequest } from '../cm/pod-resources.js';
 import { podQOSClass } from '../runtime/resources.js';
 import type { InsufficientResource } from '../pods/admission.js';
-import { isMirrorPod } from '../pods/mirror-pods.js';
-import { isCriticalPod } from '../pods/pressure-admission.js';
-import { isStaticPod } from '../pods/static-pods.js';
+import { podIsCritical } from '../pods/pressure-admission.js';
 
 export const PREEMPTING_REASON = 'Preempting';
 export const PREEMPTED_MESSAGE = 'Preempted in order to admit critical pod';
@@ -28,11 +26,9 @@ export function requirementsOf(insufficient: InsufficientResource[]): Requiremen
 /** A pod's request of a resource; one pod slot for "pods". */
 const requestOf = (pod: V1Pod, name: string) => (name === 'pods' ? 1 : podRequest(pod, name));
 
-const critical = (pod: V1Pod) => isCriticalPod(pod, isStaticPod(pod) || isMirrorPod(pod));
-
 /** The kubelet's Preemptable: a critical pod preempts any other; else a higher priority a lower. */
 export function preemptable(preemptor: V1Pod, preemptee: V1Pod): boolean {
-  if (critical(preemptor) && !critical(preemptee)) return true;
+  if (podIsCritical(preemptor) && !podIsCritical(preemptee)) return true;
   const a = preemptor.spec?.priority;
   const b = preemptee.spec?.priority;
   return a !== undefined && b !== undefined && a > b;

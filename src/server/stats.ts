@@ -7,6 +7,7 @@ import { readFileSync, statfsSync } from 'node:fs';
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Container, ContainerStats, ImageFsInfoResponse } from '../cri/types.js';
+import { processCount } from '../kube/host.js';
 
 const CLK_TCK = 100;
 
@@ -123,7 +124,8 @@ export interface StatsSources {
   now(): number;
 }
 
-function fsOf(path: string, time: string): FsStats {
+/** Capacity, availability and inodes of the filesystem holding `path` (statfs); only `time` when it cannot be read. */
+export function fsOf(path: string, time: string): FsStats {
   try {
     const s = statfsSync(path);
     return { time, availableBytes: s.bavail * s.bsize, capacityBytes: s.blocks * s.bsize, usedBytes: (s.blocks - s.bfree) * s.bsize, inodesFree: s.ffree, inodes: s.files, inodesUsed: s.files - s.ffree };
@@ -264,12 +266,7 @@ export async function buildSummary(src: StatsSources, cpu: NodeCpu): Promise<Sum
     if (procs !== undefined) pod.process_stats = { process_count: procs };
   }
   const fsInfo = imageFs?.image_filesystems?.[0];
-  let curproc = 0;
-  try {
-    curproc = (await readdir('/proc')).filter((d) => /^\d+$/.test(d)).length;
-  } catch {
-    /* no /proc */
-  }
+  const curproc = (await processCount()) ?? 0;
   return {
     node: {
       nodeName: src.nodeName,

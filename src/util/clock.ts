@@ -22,6 +22,12 @@ export const realClock: Clock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
+/** Polls `done` every `stepMs` until it holds or `deadlineMs` (clock time) has passed; whether it held. */
+export async function waitUntil(clock: Clock, done: () => boolean, deadlineMs: number, stepMs = 200): Promise<boolean> {
+  while (!done() && clock.now() < deadlineMs) await clock.sleep(stepMs);
+  return done();
+}
+
 /** A clock that moves only when told to; timers fire in order as time passes them. */
 export class FakeClock implements Clock {
   private timers: Array<{ at: number; seq: number; fn: () => void; cancelled: boolean }> = [];

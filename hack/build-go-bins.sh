@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Go test dependencies (kube-apiserver, kube-scheduler, kube-controller-manager, kubectl,
-# kubelet, etcd, crictl, critest; for the conformance run e2e.test, ginkgo and the test images'
+# kubelet, etcd, crictl, critest; for the conformance runs e2e.test, e2e_node.test, ginkgo and the test images'
 # agnhost and nnp) from their published Go modules into $NODELET_CACHE/bin/<name>-<version>, once per
 # version.
 # Usage: hack/build-go-bins.sh [name...]   (default: what `make test` needs)
@@ -49,12 +49,24 @@ build_e2e() {
   echo "built e2e.test in $((SECONDS - start)) s" >&2
 }
 
+# The kubelet's node e2e suite (test/e2e_node), compiled the same way; it holds test/e2e/common too.
+build_e2e_node() {
+  local out="$bindir/e2e_node.test-$KUBE_VERSION"
+  [ -x "$out" ] && return 0
+  echo "building e2e_node.test $KUBE_VERSION (cached afterwards in $bindir)" >&2
+  local start=$SECONDS
+  (cd "$here/gomod/k8s" && go test -c -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp" k8s.io/kubernetes/test/e2e_node)
+  mv "$out.tmp" "$out"
+  echo "built e2e_node.test in $((SECONDS - start)) s" >&2
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl)
 for t in "${targets[@]}"; do
   case $t in
     kube-apiserver|kube-scheduler|kube-controller-manager|kubectl|kubelet) build "$t" "$KUBE_VERSION" k8s "k8s.io/kubernetes/cmd/$t" -ldflags "$(kube_ldflags)" ;;
     e2e.test) build_e2e ;;
+    e2e_node.test) build_e2e_node ;;
     # The e2e suite's image binaries: agnhost (its version is the image's tag) and nonewprivs' nnp.
     agnhost) build agnhost "$AGNHOST_VERSION" k8s k8s.io/kubernetes/test/images/agnhost -ldflags "-s -w" ;;
     nnp) build nnp "$KUBE_VERSION" k8s k8s.io/kubernetes/test/images/nonewprivs -ldflags "-s -w" ;;

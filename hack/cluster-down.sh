@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stops exactly what hack/cluster-up.sh started, by the PIDs it recorded: first every pod sandbox in
 # the test containerd (so no container or shim outlives it), then containerd, the controller-manager,
-# the scheduler, the image registries, kube-apiserver, etcd.
+# the scheduler, the image registries, the API servers, etcd.
 set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 [ -d "$CLUSTER_DIR" ] || exit 0
@@ -44,6 +44,8 @@ done
 for c in registry-private registry-public; do
   if pid=$(pid_of $c); then stop_pid $c "$pid" 15; fi
 done
-if pid=$(pid_of kube-apiserver); then stop_pid kube-apiserver "$pid" 15; fi
+for c in kube-apiserver-node-e2e kube-apiserver; do
+  if pid=$(pid_of $c); then stop_pid $c "$pid" 15; fi
+done
 if pid=$(pid_of etcd); then stop_pid etcd "$pid" 15; fi
 rm -f "$CLUSTER_DIR"/*.pid

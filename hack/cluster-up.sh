@@ -60,9 +60,10 @@ fi
 # The nodes' serving certificate for their node API (port 10250), issued by the cluster CA for
 # the names the API server dials (every test node's Hostname address is this machine's name, and
 # its InternalIP one of its addresses), so that the API server can verify it
-# (--kubelet-certificate-authority). Made again when the machine's names change.
+# (--kubelet-certificate-authority); and the node e2e suite's node address (cluster-lib.sh). Made
+# again when the machine's names change.
 host_ips=$(ip -o -4 addr show scope global 2>/dev/null | awk '$2 !~ /^(nodelet|cni|veth)/ {sub("/.*", "", $4); printf ",IP:%s", $4}')
-node_sans="DNS:$(hostname),DNS:localhost,IP:127.0.0.1$host_ips"
+node_sans="DNS:$(hostname),DNS:localhost,IP:127.0.0.1$host_ips,IP:$NODE_API_NETNS_IP"
 if [ ! -f "$pki/node-serving.crt" ] || ! grep -qxF "subjectAltName=$node_sans" "$pki/node-serving.ext" 2>/dev/null; then
   openssl req -newkey rsa:2048 -nodes -subj "/O=system:nodes/CN=system:node:$(hostname)" \
     -keyout "$pki/node-serving.key" -out "$pki/node-serving.csr" 2>/dev/null
@@ -197,21 +198,27 @@ start containerd "$(command -v containerd)" --config "$CLUSTER_DIR/containerd/co
 
 # --- kube-apiserver ---
 wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
-start kube-apiserver "$APISERVER_BIN" \
-  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
-  --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-  --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
-  --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
-  --kubelet-certificate-authority "$pki/ca.crt" \
-  --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-  --service-account-issuer https://kubernetes.default.svc.cluster.local \
-  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-  --api-audiences https://kubernetes.default.svc.cluster.local \
-  --service-cluster-ip-range "$SERVICE_CIDR" \
-  --allow-privileged=true \
-  --endpoint-reconciler-type none \
+apiserver_flags=(
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT"
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1
+  --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key"
+  --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv"
+  --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key"
+  --kubelet-certificate-authority "$pki/ca.crt"
+  --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction
+  --service-account-issuer https://kubernetes.default.svc.cluster.local
+  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key"
+  --api-audiences https://kubernetes.default.svc.cluster.local
+  --service-cluster-ip-range "$SERVICE_CIDR"
+  --allow-privileged=true
+  --endpoint-reconciler-type none
   --profiling=false --cert-dir "$pki" --v 1
+)
+start kube-apiserver "$APISERVER_BIN" --secure-port "$APISERVER_PORT" "${apiserver_flags[@]}"
+if [ "${NODELET_NODE_E2E_APISERVER:-0}" = 1 ]; then
+  start kube-apiserver-node-e2e "$APISERVER_BIN" --secure-port "$NODE_E2E_APISERVER_PORT" "${apiserver_flags[@]}" \
+    --kubelet-preferred-address-types InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP
+fi
 
 # --- test images, built offline and imported ---
 # nodelet's own test images, and the e2e suite's under their upstream names (build-images.mjs).
@@ -250,6 +257,9 @@ push_image "$REGISTRY_PORT" busybox_2.tar private/busybox:2 "$registry_user:$reg
 push_image "$PUBLIC_REGISTRY_PORT" busybox_1.tar public/busybox:1
 
 wait_for kube-apiserver 90 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "$apiserver/readyz"
+if [ "${NODELET_NODE_E2E_APISERVER:-0}" = 1 ]; then
+  wait_for kube-apiserver-node-e2e 90 curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $token" "https://127.0.0.1:$NODE_E2E_APISERVER_PORT/readyz"
+fi
 
 # --- kube-scheduler and kube-controller-manager (with the admin kubeconfig, on loopback) ---
 # The controllers a node agent's pods depend on: namespaces and garbage collection; node lifecycle
@@ -284,6 +294,9 @@ cat >"$CLUSTER_DIR/env" <<ENV
 export NODELET_CLUSTER_DIR='$CLUSTER_DIR'
 export KUBECONFIG='$CLUSTER_DIR/kubeconfig'
 export NODELET_APISERVER='$apiserver'
+export NODELET_NODE_E2E_APISERVER='https://127.0.0.1:$NODE_E2E_APISERVER_PORT'
+export NODELET_NODE_API_NETNS_IP='$NODE_API_NETNS_IP'
+export NODELET_ADMIN_TOKEN_FILE='$pki/admin-token'
 export CONTAINER_RUNTIME_ENDPOINT='unix://$CONTAINERD_SOCK'
 export IMAGE_SERVICE_ENDPOINT='unix://$CONTAINERD_SOCK'
 export NODELET_CONTAINERD_SOCK='$CONTAINERD_SOCK'

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAgent, type RunningAgent } from '../support/agent.js';
 import { clusterEnv, eventually, projectRoot } from '../support/cluster.js';
-import { deleteNodeObjects, startKubelet, sweepSandboxes } from '../support/kubelet.js';
+import { deleteNodeObjects, KUBELET_PORT, startKubelet, sweepSandboxes } from '../support/kubelet.js';
 import { processRuntimeAgentConfig, resetProcessRuntime } from '../support/runtimes.js';
 
 export type AgentKind = 'nodelet' | 'process' | 'kubelet';
@@ -24,6 +24,10 @@ export interface ConformanceAgent {
   node: string;
   version: string;
   logFile: string;
+  /** The node API's port on this machine's loopback. */
+  port: number;
+  /** Its CRI endpoint (unix://...), which the node e2e suite also calls. */
+  runtimeEndpoint: string;
   stop(): Promise<void>;
 }
 
@@ -75,12 +79,14 @@ function nodeletVersion(): string {
   return r.stdout.trim().split('\n')[0] ?? 'unknown';
 }
 
-function nodeletHandle(kind: AgentKind, agent: RunningAgent, after: () => Promise<void>, core: k8s.CoreV1Api): ConformanceAgent {
+function nodeletHandle(kind: AgentKind, agent: RunningAgent, runtimeEndpoint: string, after: () => Promise<void>, core: k8s.CoreV1Api): ConformanceAgent {
   return {
     kind,
     node: agent.nodeName,
     version: nodeletVersion(),
     logFile: agent.logFile,
+    port: agent.port,
+    runtimeEndpoint,
     async stop() {
       let timer: NodeJS.Timeout | undefined;
       const code = await Promise.race([agent.stop(), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 30_000)))]);
@@ -92,26 +98,28 @@ function nodeletHandle(kind: AgentKind, agent: RunningAgent, after: () => Promis
   };
 }
 
-export async function startConformanceAgent(kind: AgentKind, node: string, core: k8s.CoreV1Api, workDir: string): Promise<ConformanceAgent> {
+/** `nodeIP`: the node's InternalIP, when the suite needs one other than the agent's choice. */
+export async function startConformanceAgent(kind: AgentKind, node: string, core: k8s.CoreV1Api, workDir: string, nodeIP?: string): Promise<ConformanceAgent> {
   const env = clusterEnv();
   mkdirSync(workDir, { recursive: true });
   if (kind === 'kubelet') {
-    const k = await startKubelet(core, { node, maxPods: 110, serveNodeApi: true });
+    const k = await startKubelet(core, { node, maxPods: 110, serveNodeApi: true, nodeIP });
     await waitSchedulable(core, node);
-    return { kind, node, version: k.version, logFile: k.logFile, stop: () => k.stop() };
+    return { kind, node, version: k.version, logFile: k.logFile, port: KUBELET_PORT, runtimeEndpoint: env.runtimeEndpoint, stop: () => k.stop() };
   }
   if (kind === 'nodelet') {
-    const agent = await startAgent(node, ['--log-level', 'info']);
+    const agent = await startAgent(node, ['--log-level', 'info', ...(nodeIP ? ['--node-ip', nodeIP] : [])]);
     await waitSchedulable(core, node);
     // Sandboxes of pods deleted while the agent stopped.
     const after = async () => void (await sweepSandboxes(env.runtimeEndpoint, (l) => l['nodelet.io/node-name'] === node));
-    return nodeletHandle(kind, agent, after, core);
+    return nodeletHandle(kind, agent, env.runtimeEndpoint, after, core);
   }
-  const { config, root } = processRuntimeAgentConfig(join(workDir, 'process-runtime'), 'conformance-process.sock');
+  const { config, root, socket } = processRuntimeAgentConfig(join(workDir, 'process-runtime'), 'conformance-process.sock');
   // Its pods share the host's network (the process runtime has no per-pod network yet, issue 15),
-  // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1.
-  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', '127.0.0.1']);
+  // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1
+  // unless the suite needs the node at an address of its own.
+  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', nodeIP ?? '127.0.0.1']);
   await waitSchedulable(core, node);
   const after = async () => resetProcessRuntime(root);
-  return nodeletHandle(kind, agent, after, core);
+  return nodeletHandle(kind, agent, `unix://${socket}`, after, core);
 }

@@ -44,10 +44,15 @@ export function specText(r: Pick<GinkgoSpecReport, 'ContainerHierarchyTexts' | '
   return [...(r.ContainerHierarchyTexts ?? []), r.LeafNodeText].filter((t) => t).join(' ');
 }
 
-/** `.../k8s.io/kubernetes@v1.37.2/test/e2e/common/node/pods.go` -> `common/node/pods.go`. */
+/**
+ * `.../k8s.io/kubernetes@v1.37.2/test/e2e/common/node/pods.go` -> `common/node/pods.go`;
+ * the node e2e suite's `.../test/e2e_node/summary_test.go` -> `e2e_node/summary_test.go`.
+ */
 export function e2eFile(path: string): string {
   const i = path.lastIndexOf('/test/e2e/');
-  return i >= 0 ? path.slice(i + '/test/e2e/'.length) : path;
+  if (i >= 0) return path.slice(i + '/test/e2e/'.length);
+  const j = path.lastIndexOf('/test/e2e_node/');
+  return j >= 0 ? path.slice(j + '/test/'.length) : path;
 }
 
 /** The spec file: its leaf's, unless the leaf is in a shared helper; then the nearest container's under common/. */

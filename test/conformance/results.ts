@@ -34,6 +34,8 @@ export interface AgentResult {
 }
 
 export interface Results {
+  /** The suite's title (suites.ts); results written before there were suites have none. */
+  suite?: string;
   kubernetes: string;
   selection: { label_filter: string; focus_file: string; focus: string | null; specs: number };
   agents: Partial<Record<AgentKind, AgentResult>>;
@@ -84,7 +86,7 @@ const present = (r: Results) => AGENT_KINDS.filter((k) => r.agents[k]);
 
 /** A few lines for the terminal. */
 export function renderSummary(r: Results): string {
-  const lines = [`[NodeConformance] specs of ${r.kubernetes} (${r.selection.specs} selected):`];
+  const lines = [`${r.suite ?? '[NodeConformance] specs'} of ${r.kubernetes} (${r.selection.specs} selected):`];
   for (const k of present(r)) {
     const a = r.agents[k]!;
     const c = a.counts;

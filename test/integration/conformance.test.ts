@@ -24,7 +24,7 @@ const SPECS = [
 test('a reduced make conformance runs e2e.test against nodelet and writes results in which the specs passed', () => {
   const out = join(mkdtempSync(join(tmpdir(), 'nodelet-conformance-')), 'results.json');
   const run = spawnSync(process.execPath, [join(projectRoot, 'dist/test/conformance/run.js')], {
-    env: { ...process.env, AGENT: 'nodelet', SPEC: SPECS.map((s) => s.replace(/[()]/g, '\\$&')).join('|'), PROCS: '4', RESULTS: out },
+    env: { ...process.env, SUITE: 'common', AGENT: 'nodelet', SPEC: SPECS.map((s) => s.replace(/[()]/g, '\\$&')).join('|'), PROCS: '4', RESULTS: out },
     encoding: 'utf8',
     timeout: 900_000,
   });

@@ -22,6 +22,10 @@ export interface ClusterEnv {
   nodeTlsCert: string;
   nodeTlsKey: string;
   clientCA: string;
+  /** The second API server the node e2e suite uses (it dials nodes by InternalIP; up on demand), the node address it reaches them at, the admin's token. */
+  nodeE2EApiserver: string;
+  nodeApiNetnsIP: string;
+  adminTokenFile: string;
   /** The image registries (host:port; TLS from the CA under registryCertsDir/<host>/ca.crt): private takes user/password, public anyone. */
   registry: string;
   publicRegistry: string;
@@ -90,6 +94,9 @@ export function clusterEnv(): ClusterEnv {
     nodeTlsCert: get('NODELET_NODE_TLS_CERT'),
     nodeTlsKey: get('NODELET_NODE_TLS_KEY'),
     clientCA: get('NODELET_CLIENT_CA'),
+    nodeE2EApiserver: get('NODELET_NODE_E2E_APISERVER'),
+    nodeApiNetnsIP: get('NODELET_NODE_API_NETNS_IP'),
+    adminTokenFile: get('NODELET_ADMIN_TOKEN_FILE'),
     registry: get('NODELET_REGISTRY'),
     publicRegistry: get('NODELET_PUBLIC_REGISTRY'),
     registryUser: get('NODELET_REGISTRY_USER'),

@@ -107,7 +107,7 @@ export async function processRuntime(tag: string, extraArgs: string[] = []): Pro
  * A fresh directory `dir` with a NodeletConfiguration in which the agent runs its own process
  * runtime (state under `dir/root`, images from the cluster's image archives). Returns the file.
  */
-export function processRuntimeAgentConfig(dir: string, socketName: string): { config: string; root: string } {
+export function processRuntimeAgentConfig(dir: string, socketName: string): { config: string; root: string; socket: string } {
   const env = clusterEnv();
   const root = join(dir, 'root');
   rmSync(dir, { recursive: true, force: true });
@@ -116,7 +116,7 @@ export function processRuntimeAgentConfig(dir: string, socketName: string): { co
   const socket = join(env.clusterDir.length < 60 ? join(env.clusterDir, 'run') : dir, socketName);
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `apiVersion: nodelet.io/v1alpha1\nkind: NodeletConfiguration\nruntime: process\nprocessRuntime: {root: ${root}, imagesDir: ${join(env.clusterDir, 'images')}, socket: ${socket}, cniConfDir: ${join(env.clusterDir, 'cni/net.d')}}\n`);
-  return { config, root };
+  return { config, root, socket };
 }
 
 /** `nodelet runtime reset`: stops and removes whatever is left in a process runtime's state. */

@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { classify, type CauseRule } from '../../conformance/causes.js';
-import { count, readReport, selectedSpecs, type SpecOutcome } from '../../conformance/report.js';
+import { count, e2eFile, readReport, selectedSpecs, type SpecOutcome } from '../../conformance/report.js';
+import { suiteNamed } from '../../conformance/suites.js';
 import { agentResult, mergeResults, renderSummary, renderTable, replaceBetweenMarkers } from '../../conformance/results.js';
 
 const loc = (file: string, line = 1) => ({ FileName: `k8s.io/kubernetes@v1.37.2/test/e2e/${file}`, LineNumber: line });
@@ -68,6 +69,22 @@ test('the dry run\'s selection is what it did not skip', () => {
     spec(['[sig-storage] X'], 'b [Slow]', 'storage/x.go', 'skipped'),
   ] }];
   assert.deepEqual(selectedSpecs(dry), [{ spec: '[sig-node] Pods a [NodeConformance]', file: 'common/node/pods.go' }]);
+});
+
+test('spec files are named under test/: e2e/ for e2e.test\'s, e2e_node/ for the node e2e suite\'s', () => {
+  assert.equal(e2eFile('k8s.io/kubernetes@v1.37.2/test/e2e/common/node/pods.go'), 'common/node/pods.go');
+  assert.equal(e2eFile('k8s.io/kubernetes@v1.37.2/test/e2e_node/summary_test.go'), 'e2e_node/summary_test.go');
+  assert.equal(e2eFile('/elsewhere/x.go'), '/elsewhere/x.go');
+});
+
+test('the node e2e suite talks to the API server that proxies to the node, as the admin, and to the agent\'s CRI endpoint; an unknown suite is refused', () => {
+  const s = suiteNamed('node-e2e');
+  const flags = s.flags({ kubeconfig: '/k', node: 'vm', runtimeEndpoint: 'unix:///r.sock', nodeE2EApiserver: 'https://127.0.0.1:26444', token: 't0k', reportDir: '/d' });
+  for (const f of ['--start-services=false', '--host=https://127.0.0.1:26444', '--bearer-token=t0k', '--node-name=vm', '--container-runtime-endpoint=unix:///r.sock']) assert.ok(flags.includes(f), f);
+  assert.ok(s.proxiedNode);
+  assert.equal(s.skipFiles, 'test/e2e/common/', 'the common specs are the common suite\'s');
+  assert.ok(!suiteNamed('common').proxiedNode);
+  assert.throws(() => suiteNamed('cluster'), /SUITE: unknown suite cluster/);
 });
 
 test('causes: what was seen wins over what the spec tests; an unexplained failure says so with its message', () => {

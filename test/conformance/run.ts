@@ -25,6 +25,7 @@ import { AGENT_KINDS, clearNodes, startConformanceAgent, waitNodeDrained, type A
 import { classify, RULES } from './causes.js';
 import { readReport, selectedSpecs } from './report.js';
 import { agentResult, mergeResults, renderSummary, renderTable, replaceBetweenMarkers, type Results } from './results.js';
+import { removeCgroupRoot } from '../support/cgroups.js';
 import { exposeNodeApi, type ExposedNodeApi } from '../support/node-api-netns.js';
 import { SUITE_NAMES, suiteNamed, type Suite, type SuiteContext } from './suites.js';
 
@@ -134,11 +135,11 @@ async function main(): Promise<void> {
 
 function ginkgoSelection(suite: Suite, focusFile: string, focus: string | undefined): string[] {
   return [
-    `-ginkgo.focus-file=${focusFile}`,
-    ...(suite.skipFiles ? [`-ginkgo.skip-file=${suite.skipFiles}`] : []),
-    `-ginkgo.label-filter=${suite.labelFilter}`,
-    ...(focus ? [`-ginkgo.focus=${focus}`] : []),
-    '-ginkgo.no-color',
+    `--ginkgo.focus-file=${focusFile}`,
+    ...(suite.skipFiles ? [`--ginkgo.skip-file=${suite.skipFiles}`] : []),
+    `--ginkgo.label-filter=${suite.labelFilter}`,
+    ...(focus ? [`--ginkgo.focus=${focus}`] : []),
+    '--ginkgo.no-color',
   ];
 }
 
@@ -168,7 +169,7 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
   const dryReport = join(work, 'dry-run.json');
   const dryRun = (focusFile: string) => {
     const flags = [...suite.flags(context({ runtimeEndpoint: env.runtimeEndpoint }, 'dry-run', work)), ...ginkgoSelection(suite, focusFile, focus)];
-    const dry = spawnSync(binary, [...flags, '-ginkgo.dry-run', `-ginkgo.json-report=${dryReport}`], { cwd: work, encoding: 'utf8' });
+    const dry = spawnSync(binary, [...flags, '--ginkgo.dry-run', `--ginkgo.json-report=${dryReport}`], { cwd: work, encoding: 'utf8' });
     if (dry.status !== 0) throw new Error(`${suite.binary} dry run failed (exit ${dry.status}): ${dry.stderr.slice(-500)}`);
     return selectedSpecs(JSON.parse(readFileSync(dryReport, 'utf8')));
   };
@@ -207,7 +208,7 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
     const t0 = Date.now();
     // A node the API server proxies to has its InternalIP in a network namespace of ours (node-api-netns.ts).
     const nodeIP = suite.proxiedNode ? env.nodeApiNetnsIP : undefined;
-    const agent = await startConformanceAgent(kind, node, core, dir, nodeIP);
+    const agent = await startConformanceAgent(kind, node, core, dir, { nodeIP, nodeE2E: suite.name === 'node-e2e' });
     let exposed: ExposedNodeApi | undefined;
     const report = join(dir, 'report.json');
     const started = Date.now();
@@ -217,7 +218,7 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
       console.log(`conformance: ${suite.name}: ${kind}: node ${node} Ready (${agent.version}; log ${agent.logFile}${exposed ? `; node API at ${exposed.ip}:${exposed.port}` : ''}); running the specs (log ${join(dir, 'ginkgo.log')})`);
       const flags = [...suite.flags(context(agent, node, dir)), ...ginkgoSelection(suite, focusFile, focus)];
       const log = openSync(join(dir, 'ginkgo.log'), 'w');
-      const child = (running = spawn(ginkgo, [`--procs=${procs}`, '--timeout=3h', '--no-color', '--json-report=report.json', `--output-dir=${dir}`, binary, '--', ...flags, '-ginkgo.timeout=3h'], { cwd: dir, stdio: ['ignore', log, log], detached: true }));
+      const child = (running = spawn(ginkgo, [`--procs=${procs}`, '--timeout=3h', '--no-color', '--json-report=report.json', `--output-dir=${dir}`, binary, '--', ...flags, '--ginkgo.timeout=3h'], { cwd: dir, stdio: ['ignore', log, log], detached: true }));
       closeSync(log);
       code = await waitExit(child);
       running = undefined;
@@ -226,6 +227,8 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
       if (left) console.log(`conformance: ${suite.name}: ${kind}: ${left} pods still on the node 5 min after the specs ended`);
       await agent.stop();
       exposed?.close();
+      // The node e2e profile's kubepods is the machine's (cgroup root "/"): its empty cgroups go with the agent.
+      if (suite.proxiedNode) removeCgroupRoot('/kubepods');
     }
     if (interrupted) break; // an interrupted column is not a result
     const seconds = Math.round((Date.now() - started) / 1000);

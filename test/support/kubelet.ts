@@ -22,6 +22,13 @@ export interface KubeletOptions {
   serveNodeApi?: boolean;
   /** The node's InternalIP (--node-ip); the kubelet picks one of the machine's otherwise. */
   nodeIP?: string;
+  /**
+   * As the kubelet's node e2e suite configures it: the kubelet's cgroup hierarchy (kubepods under
+   * cgroup root "/", node allocatable enforced on it) and static pods from a directory.
+   */
+  nodeE2E?: { staticPodPath: string };
+  /** The node API's port (default KUBELET_PORT). */
+  port?: number;
 }
 
 export interface RunningKubelet {
@@ -73,16 +80,23 @@ tlsCertFile: ${env.nodeTlsCert}
 tlsPrivateKeyFile: ${env.nodeTlsKey}
 `
     : '';
+  const cgroups = opts.nodeE2E
+    ? `cgroupsPerQOS: true
+cgroupRoot: /
+staticPodPath: ${opts.nodeE2E.staticPodPath}
+fileCheckFrequency: 10s
+`
+    : `cgroupsPerQOS: false
+enforceNodeAllocatable: []
+`;
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://${socket}
 cgroupDriver: cgroupfs
 failCgroupV1: false
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
+${cgroups}failSwapOn: false
 address: 127.0.0.1
-port: ${KUBELET_PORT}
+port: ${opts.port ?? KUBELET_PORT}
 healthzPort: 10271
 maxPods: ${opts.maxPods}
 podLogsDir: ${podLogsDir}

@@ -162,6 +162,14 @@ if (flags.e2e) {
       hostBinary(dir, '/bin/bash');
       for (const f of ['localhost.crt', 'localhost.key']) copyFileSync(join(agnhostSource, 'porter', f), join(dir, f));
     }, config: { Entrypoint: ['/agnhost'], Cmd: ['pause'] } },
+    // Upstream: nginx (the node e2e suite's static and mirror pods, its long-running containers).
+    // Here: the same stand-in as critest's nginx, busybox's httpd on port 80 under nginx's name.
+    ...['1.27.0-2', '1.28.0-2'].map((tag) => ({ name: `${e2e}/nginx`, tag, rootfs: (dir) => {
+      bb(dir, `e2e nginx ${tag}`);
+      mkdirSync(join(dir, 'usr/sbin'), { recursive: true });
+      writeFileSync(join(dir, 'usr/sbin/nginx'), webServer(80, 'nginx'));
+      chmodSync(join(dir, 'usr/sbin/nginx'), 0o755);
+    }, config: { Cmd: ['/usr/sbin/nginx', 'master process'] } })),
     // Upstream: Debian with dnsutils, for `hostname -f` through glibc's resolver. Here: Debian's
     // dash (as sh), hostname, getent and cat with the libraries they link, and an nsswitch.conf.
     { name: `${e2e}/glibc-dns-testing`, tag: '2.1.1', rootfs: (dir) => {

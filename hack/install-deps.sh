@@ -42,9 +42,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 
 # The control plane and tools of the test cluster, and what the reduced conformance run in
-# `make test` needs: e2e.test, the ginkgo CLI, and the agnhost and nnp binaries of its images; and
-# critest, for the reduced critest run.
+# `make test` needs: e2e.test and e2e_node.test, the ginkgo CLI, and the agnhost and nnp binaries
+# of its images; and critest, for the reduced critest run.
 $runtime_only || "$here/build-go-bins.sh" etcd kube-apiserver kube-scheduler kube-controller-manager kubectl crictl \
-  e2e.test ginkgo agnhost nnp critest
+  e2e.test e2e_node.test ginkgo agnhost nnp critest
 # The e2e images' busybox, built as upstream builds it.
 $runtime_only || "$here/build-busybox.sh"

@@ -40,3 +40,35 @@ test('a reduced make conformance runs e2e.test against nodelet and writes result
   assert.ok(Object.keys(a.files).every((f: string) => f.startsWith('common/node/')), Object.keys(a.files).join(', '));
   assert.match(a.commit, /^[0-9a-f]{7,}/);
 });
+
+// The kubelet's node e2e suite, reduced to specs nodelet passes today that only that suite looks
+// at: the kubelet's cgroup hierarchy on this machine. They run only once the suite has read the
+// agent's /configz through the API server's node proxy (the node's address in a network
+// namespace of the run's own, the second API server that dials it).
+const NODE_E2E_SPECS = [
+  'Kubelet Cgroup Manager QOS containers On enabling QOS cgroup hierarchy Top level QoS containers should have been created',
+  'Kubelet Cgroup Manager Pod containers On scheduling a Guaranteed Pod Pod containers should have been created under the cgroup-root',
+  'Kubelet Cgroup Manager Pod containers On scheduling a BestEffort Pod Pod containers should have been created under the BestEffort cgroup',
+];
+
+test('a reduced node e2e run runs e2e_node.test against nodelet through the node proxy and writes results in which the specs passed', () => {
+  // The suite's API server is started on demand; the rest of the cluster is up already.
+  const up = spawnSync(join(projectRoot, 'hack/cluster-up.sh'), { env: { ...process.env, NODELET_NODE_E2E_APISERVER: '1' }, encoding: 'utf8', timeout: 300_000 });
+  assert.equal(up.status, 0, up.stderr);
+  const out = join(mkdtempSync(join(tmpdir(), 'nodelet-node-e2e-')), 'results.json');
+  const run = spawnSync(process.execPath, [join(projectRoot, 'dist/test/conformance/run.js')], {
+    env: { ...process.env, SUITE: 'node-e2e', AGENT: 'nodelet', SPEC: NODE_E2E_SPECS.join('|'), PROCS: '3', RESULTS: out },
+    encoding: 'utf8',
+    timeout: 900_000,
+  });
+  assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+  assert.match(run.stdout, /node API at 10\.253\.0\.2:10250/);
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  const a = r.agents.nodelet;
+  assert.ok(a, 'a nodelet column');
+  assert.equal(a.counts.total, NODE_E2E_SPECS.length, `the selection is the ${NODE_E2E_SPECS.length} specs: ${JSON.stringify(a.failed)}`);
+  assert.deepEqual(a.failed, [], 'every spec passed');
+  assert.equal(a.counts.passed, NODE_E2E_SPECS.length);
+  assert.deepEqual(Object.keys(a.files), ['e2e_node/pods_container_manager_test.go']);
+  assert.equal(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.includes('nodelet-node-api'), false, 'the node address namespace is gone');
+});

@@ -97,7 +97,7 @@ failCgroupV1: false
 ${cgroups}failSwapOn: false
 address: 127.0.0.1
 port: ${opts.port ?? KUBELET_PORT}
-healthzPort: 10271
+healthzPort: ${opts.nodeE2E ? 10248 : 10271}
 maxPods: ${opts.maxPods}
 podLogsDir: ${podLogsDir}
 imageGCHighThresholdPercent: 100

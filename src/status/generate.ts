@@ -309,8 +309,10 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
     gates.length ? condition('Ready', false, now, old.conditions, 'ReadinessGatesNotReady', gates.join(', ')) : condition('Ready', podReady, now, old.conditions, readyReason, readyMessage),
     condition('ContainersReady', notReady.length === 0 && !completed, now, old.conditions, readyReason, readyMessage),
   ];
+  // A pod on this node is scheduled, whoever bound it (the scheduler, or its creator through
+  // spec.nodeName): the kubelet reports PodScheduled True either way, the scheduler's as it was.
   const scheduled = old.conditions?.find((c) => c.type === 'PodScheduled') ?? api.conditions?.find((c) => c.type === 'PodScheduled');
-  if (scheduled) conditions.push(scheduled);
+  conditions.push(scheduled?.status === 'True' ? scheduled : condition('PodScheduled', true, now, undefined));
   // A terminal pod has no resize to wait for or to apply.
   if (input.resize && phase !== 'Succeeded' && phase !== 'Failed') conditions.push(...input.resize.conditions);
 

@@ -61,9 +61,14 @@ test('a running pod: Running, all conditions True, IPs from the newest ready san
   assert.equal(st.podIP, '10.0.0.1');
   assert.equal(st.hostIP, '192.0.2.1');
   assert.equal(st.qosClass, 'BestEffort');
-  assert.deepEqual(st.conditions!.map((c) => `${c.type}=${c.status}`), ['PodReadyToStartContainers=True', 'Initialized=True', 'Ready=True', 'ContainersReady=True']);
+  // PodScheduled too, though nothing scheduled it (its creator named the node), as the kubelet reports it.
+  assert.deepEqual(st.conditions!.map((c) => `${c.type}=${c.status}`), ['PodReadyToStartContainers=True', 'Initialized=True', 'Ready=True', 'ContainersReady=True', 'PodScheduled=True']);
   assert.match(st.containerStatuses![0]!.containerID!, /^containerd:\/\//);
   assert.equal(st.containerStatuses![0]!.ready, true);
+  // The scheduler's own condition is kept as it set it.
+  const bound: V1Pod = { ...pod, status: { conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: new Date(5) }] } };
+  const kept = generateAPIPodStatus({ pod: bound, runtime: runningStatus(bound), nodeIP: '192.0.2.1', now: 1000 }).conditions!.find((c) => c.type === 'PodScheduled');
+  assert.deepEqual(kept, { type: 'PodScheduled', status: 'True', lastTransitionTime: new Date(5) });
 });
 
 test('a container that failed to start waits with the sync\'s reason, its last exit kept as lastState', () => {

@@ -32,6 +32,33 @@ export function podHostname(pod: V1Pod): string {
   return h.slice(0, 63).replace(/[-.]+$/, '');
 }
 
+/** A sandbox configuration the pod's own spec makes impossible (the kubelet's generatePodSandboxConfig errors). */
+export class SandboxConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxConfigError';
+  }
+}
+
+// The kernel's nodename field: 64 bytes.
+const MAX_KERNEL_HOSTNAME = 64;
+
+/**
+ * The hostname the kernel gets: the pod's FQDN (<hostname>.<subdomain>.<namespace>.svc.<cluster
+ * domain>) when it sets setHostnameAsFQDN and has a subdomain, else its hostname. An FQDN longer
+ * than the kernel's field leaves the pod without a sandbox, as on the kubelet.
+ */
+export function podKernelHostname(pod: V1Pod, clusterDomain: string): string {
+  const hostname = podHostname(pod);
+  const sub = pod.spec?.subdomain;
+  if (!pod.spec?.setHostnameAsFQDN || !sub || pod.spec.hostnameOverride) return hostname;
+  const fqdn = `${hostname}.${sub}.${pod.metadata?.namespace}.svc.${clusterDomain}`;
+  if (fqdn.length > MAX_KERNEL_HOSTNAME) {
+    throw new SandboxConfigError(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (${MAX_KERNEL_HOSTNAME} characters is the max, ${fqdn.length} characters requested)`);
+  }
+  return fqdn;
+}
+
 export function generatePodSandboxConfig(
   deps: Pick<RuntimeManagerDeps, 'podLogRoot' | 'nodeName' | 'allowPrivileged' | 'dns' | 'seccomp' | 'podCgroupParent' | 'cpuCFSQuota'>,
   pod: V1Pod,
@@ -77,7 +104,7 @@ export function generatePodSandboxConfig(
   const overhead = sandboxOverhead(pod, deps.cpuCFSQuota);
   if (overhead) config.linux!.overhead = overhead;
   // runc cannot set a hostname without its own UTS namespace; the kubelet sends none for host-network pods.
-  if (!hostNetwork) config.hostname = podHostname(pod);
+  if (!hostNetwork) config.hostname = podKernelHostname(pod, deps.dns.clusterDomain);
   const dns = podDns(pod, deps.dns).config;
   if (dns) config.dns_config = dns;
   return config;

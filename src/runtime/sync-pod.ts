@@ -21,7 +21,7 @@ import { killPodWithSyncResult } from './kill.js';
 import { computePodActions, isHostNetworkPod, isRestartableInitContainer } from './pod-actions.js';
 import { computePodResizeAction } from './resize.js';
 import { linuxContainerResources } from './resources.js';
-import { createPodSandbox, determinePodSandboxIPs, generatePodSandboxConfig } from './sandbox.js';
+import { createPodSandbox, determinePodSandboxIPs, generatePodSandboxConfig, SandboxConfigError } from './sandbox.js';
 import { PodSyncResult, SyncResult } from './sync-result.js';
 import { acts, explainPodActions } from './plan.js';
 import { runningPodFromStatus, type PodStatus } from './types.js';
@@ -109,7 +109,8 @@ export async function syncPod(deps: RuntimeManagerDeps, pod: V1Pod, status: PodS
       if (deps.podState.isPodTerminationRequested(pod.metadata?.uid ?? '')) return result;
       // The runtime's answer as the kubelet quotes it: "rpc error: code = ... desc = ...".
       const message = criErrorText(err);
-      r.fail(Reasons.CreatePodSandbox, message);
+      // A configuration the spec makes impossible is the kubelet's own words, not the runtime's.
+      r.fail(Reasons.CreatePodSandbox, err instanceof SandboxConfigError ? `Failed to generate sandbox config for pod "${pod.metadata?.namespace}/${pod.metadata?.name}": ${message}` : message);
       deps.recorder.event(podRef(pod), 'Warning', EventReasons.FailedCreatePodSandBox, `Failed to create pod sandbox: ${message}`);
       deps.logger.error('CreatePodSandbox failed', { ...fields, error: message });
       return result;

@@ -81,12 +81,14 @@ export class FakeRuntime implements RuntimeService, ImageService {
     return { status: { conditions: [] }, info: {}, runtime_handlers: [], features: null } as unknown as StatusResponse;
   }
 
-  /** The runtime handler of each RunPodSandbox, in order. */
+  /** The runtime handler and the configuration of each RunPodSandbox, in order. */
   handlers: string[] = [];
+  sandboxConfigs: PodSandboxConfig[] = [];
 
   async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
     const id = this.next('sb');
     this.handlers.push(runtimeHandler);
+    this.sandboxConfigs.push(config);
     this.calls.push(`RunPodSandbox ${config.metadata?.name} attempt=${config.metadata?.attempt}`);
     this.sandboxes.set(id, { id, config, state: 'SANDBOX_READY', createdAt: this.clock.now() + this.seq, ip: `10.0.0.${this.seq}` });
     return id;

@@ -222,6 +222,27 @@ test('runtimeClassName: the sandbox gets the RuntimeClass\'s handler; a missing 
   assert.equal(e.message, 'Failed to create pod sandbox: runtimeclass.node.k8s.io "gone" not found');
 });
 
+test('setHostnameAsFQDN: the kernel hostname is the pod\'s FQDN; one over 64 bytes leaves it without a sandbox, FailedCreatePodSandBox in the kubelet\'s words', async () => {
+  const { deps, runtime, recorder } = fakeDeps();
+  const p = { ...pod({ subdomain: 't', setHostnameAsFQDN: true }), metadata: { name: 'web-0', namespace: 'ns', uid: 'uid-f' } };
+  assert.equal((await syncPod(deps, p, await status(deps, p))).error(), undefined);
+  assert.equal(runtime.sandboxConfigs.at(-1)!.hostname, `web-0.t.ns.svc.${deps.dns.clusterDomain}`);
+  const long = { ...pod({ subdomain: 't', setHostnameAsFQDN: true }), metadata: { name: 'hostfqdnveryveryveryverylongforfqdntobemorethan64bytes-1', namespace: 'ns', uid: 'uid-g' } };
+  const made = runtime.sandboxConfigs.length;
+  const result = await syncPod(deps, long, await status(deps, long));
+  const r = result.results.find((x) => x.action === 'CreatePodSandbox')!;
+  assert.equal(r.reason, 'CreatePodSandboxError');
+  assert.match(r.message!, /^Failed to generate sandbox config for pod "ns\/hostfqdn.*": failed to construct FQDN from pod hostname and cluster domain, FQDN hostfqdn\S+ is too long \(64 characters is the max, \d+ characters requested\)$/);
+  assert.equal(runtime.sandboxConfigs.length, made, 'no sandbox asked for');
+  const e = recorder.events.at(-1)!;
+  assert.equal(e.reason, 'FailedCreatePodSandBox');
+  assert.match(e.message, /^Failed to create pod sandbox: failed to construct FQDN/);
+  // Without a subdomain there is no FQDN: the hostname stays the pod's.
+  const plain = { ...pod({ setHostnameAsFQDN: true }), metadata: { name: 'solo', namespace: 'ns', uid: 'uid-h' } };
+  await syncPod(deps, plain, await status(deps, plain));
+  assert.equal(runtime.sandboxConfigs.at(-1)!.hostname, 'solo');
+});
+
 test('seccomp and AppArmor reach the runtime as the kubelet sends them: the container\'s own, else the pod\'s; none is Unconfined (or RuntimeDefault with seccompDefault)', async () => {
   const cases: Array<[Partial<V1Pod['spec']>, object | undefined, object, object | undefined]> = [
     [{}, undefined, { profile_type: 'Unconfined' }, undefined],

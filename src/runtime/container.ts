@@ -153,6 +153,7 @@ async function generateContainerConfig(deps: RuntimeManagerDeps, input: StartCon
     memoryCapacity: deps.memoryCapacity,
     configSource: deps.configSource,
     serviceEnv: await podServiceEnv(deps, pod),
+    volumePath: (name) => deps.volumes?.volumesOf(pod.metadata?.uid ?? '').get(name)?.path,
   });
   const { command, args } = expandCommandAndArgs(container, env);
   let mounts: Mount[] = [];

@@ -1,7 +1,12 @@
 // Container environment and command, as the kubelet builds them: env in order with $(VAR)
-// expansion, the downward API's field references, ConfigMap/Secret keys, and envFrom.
+// expansion, the downward API's field references, ConfigMap/Secret keys, environment files in the
+// pod's volumes, and envFrom.
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import os from 'node:os';
-import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1FileKeySelector, V1Pod } from '@kubernetes/client-node';
+import { resolveInRoot } from '../util/in-root.js';
+import { envFileValue } from './env-file.js';
 import { parseQuantity } from '../util/quantity.js';
 import { metadataField } from './fieldpath.js';
 import type { ConfigSource } from './deps.js';
@@ -46,6 +51,8 @@ export interface EnvContext {
   configSource?: ConfigSource;
   /** Variables of the pod's Services (src/runtime/service-env.ts): under the container's own, and for $(VAR). */
   serviceEnv?: Map<string, string>;
+  /** The host path of the pod's volume of that name, once set up (fileKeyRef reads a file there). */
+  volumePath?: (name: string) => string | undefined;
 }
 
 const configError = (msg: string) => new SyncError(Reasons.CreateContainerConfig, msg);
@@ -156,7 +163,44 @@ async function envValue(e: V1EnvVar, ctx: EnvContext, ns: string, vars: Map<stri
   if (f.resourceFieldRef) return resourceValue(f.resourceFieldRef.resource, f.resourceFieldRef.divisor as string | undefined, ctx);
   if (f.configMapKeyRef) return keyRef('configmap', ns, f.configMapKeyRef.name ?? '', f.configMapKeyRef.key, f.configMapKeyRef.optional === true, ctx.configSource);
   if (f.secretKeyRef) return keyRef('secret', ns, f.secretKeyRef.name ?? '', f.secretKeyRef.key, f.secretKeyRef.optional === true, ctx.configSource);
+  if (f.fileKeyRef) return fileKeyRef(f.fileKeyRef, ctx);
   return '';
+}
+
+/** A variable from an environment file in one of the pod's volumes, in the kubelet's words when it cannot be had. */
+async function fileKeyRef(ref: V1FileKeySelector, ctx: EnvContext): Promise<string | undefined> {
+  const root = ctx.volumePath?.(ref.volumeName);
+  if (root === undefined) throw configError(`cannot find the volume "${ref.volumeName}" referenced by FileKeyRef`);
+  // The file is the pod's: its links are resolved inside the volume, as the kubelet's securejoin does.
+  let file = root;
+  let value: string;
+  try {
+    file = resolveInRoot(root, ref.path);
+    value = envFileValue(await readFileNoFollow(file), ref.key);
+  } catch {
+    throw configError("couldn't parse env file");
+  }
+  if (value === '') {
+    if (ref.optional) return undefined;
+    throw configError(`environment variable key "${ref.key}" not found in file "${file}"`);
+  }
+  return value;
+}
+
+const MAX_ENV_FILE = 2 * 1024 * 1024;
+
+async function readFileNoFollow(path: string): Promise<string> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    // A FIFO or a device the pod made would block or never end: only a regular file is read, and
+    // no bigger than a process's whole environment can be (the kernel's limit is some 2 MiB).
+    const st = await handle.stat();
+    if (!st.isFile()) throw new Error(`${path}: not a regular file`);
+    if (st.size > MAX_ENV_FILE) throw new Error(`${path}: ${st.size} bytes, more than ${MAX_ENV_FILE}`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
 }
 
 /** command and args with $(VAR) expanded from the container's environment. */

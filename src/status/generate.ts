@@ -3,6 +3,7 @@
 import type { NodeEnded } from './node-ended.js';
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isStaticPod } from '../pods/static-pods.js';
+import { terminatedPodStatus } from './terminate.js';
 import { isRestartableInitContainer } from '../runtime/pod-actions.js';
 import { podQOSClass } from '../runtime/resources.js';
 import { containerShouldRestart } from '../runtime/restart-policy.js';
@@ -342,5 +343,5 @@ export function generateAPIPodStatus(input: GenerateInput): V1PodStatus {
     status.podIP = input.nodeIP;
     status.podIPs = [{ ip: input.nodeIP }];
   }
-  return status;
+  return input.podIsTerminal ? terminatedPodStatus(pod, status) : status;
 }

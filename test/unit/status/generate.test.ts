@@ -203,3 +203,24 @@ test('a pod that ended before the API saw its IP keeps the IP the agent last com
   // Without the agent's own status the API's copy is all there is: no IP to keep.
   assert.equal(generateAPIPodStatus({ pod, runtime: gone, nodeIP: '192.0.2.1', now: 2000, podIsTerminal: true }).podIP, undefined);
 });
+
+test('a pod stopped for good before its container ever ran: Failed, the container ContainerStatusUnknown (137), as the kubelet\'s TerminatePod', () => {
+  const pod = makePod({ containers: ['c'] });
+  const runtime = runningStatus(pod);
+  runtime.containerStatuses = [];
+  const st = generateAPIPodStatus({ pod: { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(0) } }, runtime, nodeIP: '192.0.2.1', now: 1000, podIsTerminal: true });
+  assert.equal(st.phase, 'Failed');
+  assert.deepEqual(st.containerStatuses![0]!.state, { terminated: { reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated', exitCode: 137 } });
+  // Not yet stopped for good: still Pending, still waiting.
+  const live = generateAPIPodStatus({ pod, runtime, nodeIP: '192.0.2.1', now: 1000 });
+  assert.equal(live.phase, 'Pending');
+  assert.ok(live.containerStatuses![0]!.state?.waiting);
+  // With init containers never started: the first one is the one that "ran"; the app container, never reached, stays waiting.
+  const withInit = makePod({ containers: ['c'], initContainers: ['i1', 'i2'] });
+  const r2 = runningStatus(withInit);
+  r2.containerStatuses = [];
+  const st2 = generateAPIPodStatus({ pod: withInit, runtime: r2, nodeIP: '192.0.2.1', now: 1000, podIsTerminal: true });
+  assert.equal(st2.phase, 'Failed');
+  assert.deepEqual(st2.initContainerStatuses!.map((s) => s.state?.terminated?.reason ?? 'waiting'), ['ContainerStatusUnknown', 'waiting']);
+  assert.ok(st2.containerStatuses![0]!.state?.waiting);
+});

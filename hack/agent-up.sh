@@ -18,7 +18,7 @@ if pid=$(pid_of "$name"); then log "$name already running (pid $pid)"; exit 0; f
 cgroup_root=/nodelet-dev/$NODE
 "$TOP/deploy/cgroup-root.sh" make "$cgroup_root"
 setsid "$TOP/dist/src/cli/main.js" run --cgroup-root "$cgroup_root" --node-name "$NODE" --kubeconfig "$KUBECONFIG" \
-  --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --pod-log-root "$NODELET_POD_LOG_ROOT" \
+  --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --pod-log-root "$NODELET_POD_LOG_ROOT" --container-logs-dir "$(dirname "$NODELET_POD_LOG_ROOT")/containers" \
   --root-dir "$CLUSTER_DIR/agents/$NODE" \
   --port "$PORT" --tls-cert-file "$NODELET_NODE_TLS_CERT" --tls-private-key-file "$NODELET_NODE_TLS_KEY" \
   --client-ca-file "$NODELET_CLIENT_CA" --healthz-port "$HEALTHZ_PORT" --log-format json ${NODELET_FLAGS:-} >>"$CLUSTER_DIR/$name.log" 2>&1 </dev/null &

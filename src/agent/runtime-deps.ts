@@ -72,6 +72,7 @@ export function runtimeManagerDeps(config: NodeletConfig, p: AgentParts): Runtim
     services: p.services,
     runtimeClasses: p.runtimeClasses,
     podLogRoot: config.podLogRoot,
+    containerLogsDir: config.containerLogsDir,
     cpuCFSQuota: config.cpuCFSQuota,
     allowPrivileged: config.allowPrivileged,
     seccomp: { profileRoot: join(config.rootDir, 'seccomp'), defaultToRuntimeDefault: config.seccompDefault },

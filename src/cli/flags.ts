@@ -16,6 +16,7 @@ export const runFlags: Record<string, [string, FlagType, string]> = {
   'oom-score-adj': ['oomScoreAdj', 'int', "the agent's own OOM score adjustment, -1000..1000 (default -999)"],
   'runtime-endpoint': ['runtimeEndpoint', 'string', 'CRI endpoint, unix:///path/to/socket'],
   'pod-log-root': ['podLogRoot', 'string', 'root of container logs (default /var/log/pods)'],
+  'container-logs-dir': ['containerLogsDir', 'string', "the legacy links to containers' logs, for logging agents (default /var/log/containers; '' none)"],
   'container-log-max-size': ['containerLogMaxSize', 'string', 'a container log is rotated at this size (default 10Mi)'],
   'container-log-max-files': ['containerLogMaxFiles', 'int', 'log files kept per container, the current one included (default 5)'],
   'container-log-monitor-interval': ['containerLogMonitorInterval', 'duration', 'how often container logs are checked for rotation (default 10s)'],

@@ -64,6 +64,8 @@ export interface NodeletConfig {
   oomScoreAdj: number;
   runtimeEndpoint: string;
   podLogRoot: string;
+  /** Where the legacy links to containers' logs go, for logging agents (the kubelet's /var/log/containers); '' for none. */
+  containerLogsDir: string;
   /** Container log rotation (the kubelet's containerLogMaxSize, containerLogMaxFiles, containerLogMonitorInterval). */
   containerLogMaxSizeBytes: number;
   containerLogMaxFiles: number;
@@ -191,6 +193,7 @@ export function defaultConfig(): NodeletConfig {
     oomScoreAdj: -999,
     runtimeEndpoint: 'unix:///run/containerd/containerd.sock',
     podLogRoot: '/var/log/pods',
+    containerLogsDir: '/var/log/containers',
     containerLogMaxSizeBytes: 10 * 1024 * 1024,
     containerLogMaxFiles: 5,
     containerLogMonitorIntervalMs: 10_000,
@@ -302,6 +305,7 @@ const fields: Record<string, FieldSpec> = {
   oomScoreAdj: { kind: 'int', min: -1000, max: 1000 },
   runtimeEndpoint: { kind: 'endpoint' },
   podLogRoot: { kind: 'string' },
+  containerLogsDir: { kind: 'string' },
   containerLogMaxSize: { kind: 'quantity', prop: 'containerLogMaxSizeBytes', min: 1 },
   containerLogMaxFiles: { kind: 'int', min: 2, max: 1000 },
   containerLogMonitorInterval: { kind: 'duration', prop: 'containerLogMonitorIntervalMs', min: 1000 },

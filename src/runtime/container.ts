@@ -22,6 +22,7 @@ import {
 } from './labels.js';
 import type { ContainerKillReason } from './pod-actions.js';
 import { linuxContainerResources } from './resources.js';
+import { createLegacyLogSymlink, removeLegacyLogSymlink } from './log-symlinks.js';
 import { podHostname, podLogDirectory, podSupplementalGroups } from './sandbox.js';
 import { appArmorProfile, DEFAULT_SECCOMP, seccompProfile } from './security-profiles.js';
 import { servicesForPod, serviceEnvVars } from './service-env.js';
@@ -316,6 +317,8 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
   }
   deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, 'Container created');
   deps.actuated?.set(containerID, container);
+  const sandboxMeta = input.sandboxConfig.metadata;
+  await createLegacyLogSymlink(deps, join(input.sandboxConfig.log_directory ?? '', config.log_path ?? ''), { name: sandboxMeta?.name ?? '', namespace: sandboxMeta?.namespace ?? '' }, container.name, containerID);
 
   try {
     await deps.runtime.startContainer(containerID);
@@ -432,6 +435,8 @@ export async function removeContainer(deps: RuntimeManagerDeps, containerID: str
   try {
     const st = (await deps.runtime.containerStatus(containerID)).status;
     if (st?.log_path) await rm(st.log_path, { force: true });
+    const info = getContainerInfoFromLabels(st?.labels ?? {});
+    await removeLegacyLogSymlink(deps, { name: info.podName, namespace: info.podNamespace }, info.containerName, containerID);
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }

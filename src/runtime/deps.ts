@@ -59,6 +59,8 @@ export interface RuntimeManagerDeps {
   runtimeClasses?: RuntimeHandlerLookup;
   /** Root of container logs: <podLogRoot>/<ns>_<name>_<uid>/<container>/<restartCount>.log. */
   podLogRoot: string;
+  /** The legacy links <pod>_<ns>_<container>-<id>.log to containers' logs (log-symlinks.ts); '' for none. */
+  containerLogsDir: string;
   cpuCFSQuota: boolean;
   allowPrivileged: boolean;
   /** The resources each running container was last given (for in-place resize); absent: no resize. */

@@ -9,6 +9,7 @@ import type { Container, PodSandbox } from '../cri/types.js';
 import { killContainer, removeContainer } from './container.js';
 import type { RuntimeManagerDeps } from './deps.js';
 import { getContainerInfoFromLabels, NodeNameLabel, PodUIDLabel } from './labels.js';
+import { sweepDanglingLogSymlinks } from './log-symlinks.js';
 
 export interface GCPolicy {
   /** Containers created more recently than this are kept (the kubelet's minimum-container-ttl-duration: 0). */
@@ -25,6 +26,8 @@ export interface GCReport {
   containersRemoved: number;
   sandboxesRemoved: number;
   logDirsRemoved: number;
+  /** Legacy log links (log-symlinks.ts) whose log is gone. */
+  logLinksRemoved: number;
 }
 
 /** What GC needs of a container. */
@@ -153,7 +156,7 @@ export async function removeDeletedPod(deps: RuntimeManagerDeps, pod: { uid: str
  *   as the kubelet's DeleteAllUnusedContainers frees disk for its eviction manager.
  */
 export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy, allSourcesReady: boolean, evictTerminatedPods = false): Promise<GCReport> {
-  const report: GCReport = { containersRemoved: 0, sandboxesRemoved: 0, logDirsRemoved: 0 };
+  const report: GCReport = { containersRemoved: 0, sandboxesRemoved: 0, logDirsRemoved: 0, logLinksRemoved: 0 };
   const gone: PodGone = (uid) => allSourcesReady && (deps.podState.shouldPodContentBeRemoved(uid) || (evictTerminatedPods && deps.podState.shouldPodRuntimeBeRemoved(uid)));
   const mine = { label_selector: { [NodeNameLabel]: deps.nodeName } };
   const listContainers = async () => (await deps.runtime.listContainers(mine)).map(gcContainer);
@@ -196,6 +199,8 @@ export async function garbageCollect(deps: RuntimeManagerDeps, policy: GCPolicy,
       await rm(join(deps.podLogRoot, dir), { recursive: true, force: true });
       report.logDirsRemoved++;
     }
+    // The legacy links to logs that are gone (their container removed behind our back, a purge).
+    report.logLinksRemoved = await sweepDanglingLogSymlinks(deps);
   }
   return report;
 }

@@ -117,10 +117,11 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
   const { nodeIP } = profile;
   const staticPodPath = join(workDir, 'static-pods');
   if (profile.nodeE2E) mkdirSync(staticPodPath, { recursive: true });
-  // The suite also reaches the node API at <node>:10250 through the API server, and checks the
-  // agent's health at 127.0.0.1:10248 (the kubelet's ports, constants of its framework): there the
-  // agent listens.
-  const nodeE2EFlags = profile.nodeE2E ? ['--cgroup-root', '/', '--static-pod-path', staticPodPath, '--port', String(NODE_E2E_PORT), '--healthz-port', '10248'] : [];
+  // The suite also reaches the node API at <node>:10250 through the API server, checks the agent's
+  // health at 127.0.0.1:10248 and looks for the legacy log links in /var/log/containers (the
+  // kubelet's, constants of its framework): there the agent listens and links, as the kubelet does
+  // in the same run.
+  const nodeE2EFlags = profile.nodeE2E ? ['--cgroup-root', '/', '--static-pod-path', staticPodPath, '--port', String(NODE_E2E_PORT), '--healthz-port', '10248', '--container-logs-dir', '/var/log/containers'] : [];
   if (kind === 'kubelet') {
     const k = await startKubelet(core, { node, maxPods: 110, serveNodeApi: true, nodeIP, ...(profile.nodeE2E ? { nodeE2E: { staticPodPath }, port: NODE_E2E_PORT } : {}) });
     await waitSchedulable(core, node);

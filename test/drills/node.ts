@@ -144,6 +144,7 @@ async function startOn(opts: DrillNodeOptions, dirs: { rootDir: string; podLogRo
     '--runtime-endpoint', runtime.endpoint,
     '--root-dir', rootDir,
     '--pod-log-root', podLogRoot,
+    '--container-logs-dir', join(opts.dir, 'containers'),
     '--static-pod-path', staticPodDir,
     '--eviction-pressure-transition-period', `${PRESSURE_TRANSITION_SECONDS}s`,
     ...(opts.flags ?? []),

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { agentCgroupRoot, removeCgroupRoot, withCgroupRoot } from './cgroups.js';
 import { clusterEnv, eventually, freePort, projectRoot } from './cluster.js';
 
@@ -94,6 +94,8 @@ export async function startAgent(nodeName: string, extraFlags: string[] = [], op
     '--cgroup-root', cgroupRoot,
     ...there.flags,
     '--pod-log-root', podLogRoot,
+    // The legacy log links beside the logs, never in the machine's /var/log/containers.
+    '--container-logs-dir', join(dirname(podLogRoot), 'containers'),
     '--root-dir', rootDir,
     // The node API on a port of its own, with the node serving certificate; the read-only port
     // (loopback, plain HTTP) is where the tests read /healthz, /pods, /metrics.

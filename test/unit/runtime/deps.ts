@@ -48,6 +48,7 @@ export function fakeDeps(overrides: Partial<RuntimeManagerDeps> = {}) {
     },
     probes: { liveness: noProbeResults, startup: noProbeResults },
     podLogRoot: mkdtempSync(join(tmpdir(), 'nodelet-logs-')),
+    containerLogsDir: mkdtempSync(join(tmpdir(), 'nodelet-container-logs-')),
     cpuCFSQuota: true,
     allowPrivileged: false,
     crashLoopBackoff: new Backoff(clock, CRASH_LOOP_INITIAL_MS, CRASH_LOOP_MAX_MS),

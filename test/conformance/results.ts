@@ -62,7 +62,9 @@ export function agentResult(
 /** Later results over earlier ones, agent by agent; then nodelet's columns are counted against the kubelet's. */
 export function mergeResults(earlier: Results | undefined, later: Partial<Results>): Results {
   const sameSelection = earlier && later.selection ? JSON.stringify(earlier.selection) === JSON.stringify(later.selection) : true;
+  const suite = later.suite ?? earlier?.suite;
   const merged: Results = {
+    ...(suite ? { suite } : {}),
     kubernetes: later.kubernetes ?? earlier?.kubernetes ?? '',
     selection: later.selection ?? earlier!.selection,
     // Another selection's columns cannot be compared with this one's.
@@ -86,7 +88,7 @@ const present = (r: Results) => AGENT_KINDS.filter((k) => r.agents[k]);
 
 /** A few lines for the terminal. */
 export function renderSummary(r: Results): string {
-  const lines = [`${r.suite ?? '[NodeConformance] specs'} of ${r.kubernetes} (${r.selection.specs} selected):`];
+  const lines = [`${r.suite ?? '[NodeConformance] specs'}, Kubernetes ${r.kubernetes} (${r.selection.specs} selected):`];
   for (const k of present(r)) {
     const a = r.agents[k]!;
     const c = a.counts;

@@ -5,9 +5,9 @@ import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
 import { cleanupAgent, startAgent, uniqueNodeName, type RunningAgent } from '../agent.js';
 import { clusterEnv, eventually } from '../cluster.js';
@@ -36,6 +36,13 @@ after(async () => {
 });
 
 const loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
+const lstatOrUndefined = (p: string) => {
+  try {
+    return lstatSync(p);
+  } catch {
+    return undefined;
+  }
+};
 
 async function eventCount(pod: V1Pod, reason: string, fieldPath?: string): Promise<number> {
   return (await podEvents(pod))
@@ -254,6 +261,23 @@ test('the environment reaches the container intact: values, $(VAR) expansion, do
   const log = join(agent.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log');
   const line = await eventually('the container\'s first line in its CRI log', 10_000, async () => (existsSync(log) ? /stdout F (A=.*)$/m.exec(readFileSync(log, 'utf8'))?.[1] : undefined));
   assert.equal(line, `A=héllo wörld B=héllo wörld! NAME=${pod.metadata!.name} NS=${NS} IP=${pod.status!.podIP}`);
+});
+
+test('a variable from an env file an init container wrote (fileKeyRef), and the legacy log link of the container, gone with its pod', async () => {
+  const created = await createPod(node, 'envfile', {
+    volumes: [{ name: 'config', emptyDir: {} }],
+    initContainers: [container('setup', "printf \"# written at start\\nCONFIG_1='value 1'\\n\" > /data/config.env", { volumeMounts: [{ name: 'config', mountPath: '/data' }] })],
+    containers: [container('c', 'echo "CONFIG_1=$CONFIG_1"; while true; do sleep 1; done', { env: [{ name: 'CONFIG_1', valueFrom: { fileKeyRef: { volumeName: 'config', path: 'config.env', key: 'CONFIG_1' } } }] })],
+  });
+  const pod = await waitPod(created, 'Running', 30_000, running);
+  const id = pod.status!.containerStatuses![0]!.containerID!.replace(/^[a-z-]+:\/\//, '');
+  const link = join(dirname(agent.podLogRoot), 'containers', `${pod.metadata!.name}_${NS}_c-${id}.log`);
+  const line = await eventually('the container\'s first line through its legacy log link', 10_000, async () => (existsSync(link) ? /stdout F (CONFIG_1=.*)$/m.exec(readFileSync(link, 'utf8'))?.[1] : undefined));
+  assert.equal(line, 'CONFIG_1=value 1');
+  assert.equal(readlinkSync(link), join(agent.podLogRoot, `${NS}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'c', '0.log'));
+  await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: NS, gracePeriodSeconds: 0 });
+  await podGone(pod, 30_000);
+  await eventually('the link to be removed with its container', 30_000, async () => (lstatOrUndefined(link) ? undefined : true));
 });
 
 test('runAsNonRoot with an image that runs as root: CreateContainerConfigError in the kubelet\'s words, nothing started', async () => {

@@ -188,6 +188,10 @@ state = "$RUN_DIR/containerd-state"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+    # The handler the e2e suites' RuntimeClasses name (PreconfiguredRuntimeClassHandler), as
+    # Kubernetes' own test nodes configure it: runc under another name.
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler]
+      runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$CLUSTER_DIR/cni/net.d"

@@ -507,8 +507,10 @@ export class Agent implements PodSyncer {
       return { terminal: true };
     }
     if (this.mirrors && isStaticPod(pod)) {
-      // Best effort: a static pod runs whether or not its mirror could be made.
-      await this.mirrors.ensure(pod).catch((err) => this.logger.warn('mirror pod not created', { ...podFields(pod), error: (err as Error).message }));
+      // Best effort: a static pod runs whether or not its mirror could be made. A new mirror (the old
+      // one deleted) starts with no status: the static pod's goes to it again.
+      const made = await this.mirrors.ensure(pod).catch((err) => void this.logger.warn('mirror pod not created', { ...podFields(pod), error: (err as Error).message }));
+      if (made) this.statusManager.resend(uid);
     }
     const { name = '', namespace = '' } = pod.metadata ?? {};
     const version = this.podCache.beginRead(uid);

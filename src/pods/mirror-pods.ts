@@ -37,8 +37,11 @@ export class MirrorPodManager {
     return this.mirrors.get(staticUID);
   }
 
-  /** Makes the API hold a mirror of `pod` with its hash: adopts one, replaces a stale one, or creates it. */
-  async ensure(pod: V1Pod): Promise<void> {
+  /**
+   * Makes the API hold a mirror of `pod` with its hash: adopts one, replaces a stale one, or
+   * creates it. Whether it made a new one (whose status is still the API's empty one).
+   */
+  async ensure(pod: V1Pod): Promise<boolean> {
     const uid = pod.metadata!.uid!;
     const hash = pod.metadata?.annotations?.[ConfigHashAnnotation] ?? uid;
     const namespace = pod.metadata!.namespace!;
@@ -51,7 +54,7 @@ export class MirrorPodManager {
     }
     if (existing && existing.metadata?.annotations?.[ConfigMirrorAnnotation] === hash && !existing.metadata.deletionTimestamp) {
       this.mirrors.set(uid, { namespace, name, uid: existing.metadata.uid! });
-      return;
+      return false;
     }
     if (existing) {
       if (!isMirrorPod(existing)) throw new Error(`a pod ${namespace}/${name} that is not a mirror pod is in the way of static pod ${name}`);
@@ -73,6 +76,7 @@ export class MirrorPodManager {
     });
     this.mirrors.set(uid, { namespace, name, uid: created.metadata!.uid! });
     this.logger.info('mirror pod created', { pod: `${namespace}/${name}`, uid: created.metadata!.uid, staticUID: uid });
+    return true;
   }
 
   /** Deletes the mirror of a static pod that is gone. */

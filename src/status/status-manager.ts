@@ -78,6 +78,20 @@ export class StatusManager {
     return { pods: this.entries.size, queue: this.ready.length };
   }
 
+  /**
+   * Sends the pod's newest status again, whatever was sent before: the object it went to is a new
+   * one (a static pod's mirror pod, deleted and made again, starts with no status).
+   */
+  resend(uid: string): void {
+    const e = this.entries.get(uid);
+    if (!e) return;
+    e.sentJSON = undefined;
+    if (e.latest) {
+      e.desired = e.latest;
+      this.schedule(uid);
+    }
+  }
+
   forget(uid: string): void {
     const e = this.entries.get(uid);
     if (e && !e.inFlight) this.entries.delete(uid);

@@ -14,8 +14,8 @@ ETCD_PORT=${NODELET_ETCD_PORT:-23790}
 ETCD_PEER_PORT=${NODELET_ETCD_PEER_PORT:-23800}
 APISERVER_PORT=${NODELET_APISERVER_PORT:-26443}
 # A second API server on the same etcd for the kubelet's node e2e suite (make conformance
-# SUITE=node-e2e), which dials nodes by InternalIP first: the node proxy refuses loopback, so that
-# suite's node is reached at NODE_API_NETNS_IP, in a network namespace of the test's own.
+# SUITE=node-e2e), to which this machine's name resolves to NODE_API_NETNS_IP: the node proxy
+# refuses loopback, so that suite's node is reached there, in a network namespace of the test's own.
 NODE_E2E_APISERVER_PORT=${NODELET_NODE_E2E_APISERVER_PORT:-26444}
 NODE_API_NETNS_IP=10.253.0.2
 SCHEDULER_PORT=${NODELET_SCHEDULER_PORT:-26259}

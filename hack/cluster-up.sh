@@ -219,9 +219,18 @@ apiserver_flags=(
   --profiling=false --cert-dir "$pki" --v 1
 )
 start kube-apiserver "$APISERVER_BIN" --secure-port "$APISERVER_PORT" "${apiserver_flags[@]}"
-if [ "${NODELET_NODE_E2E_APISERVER:-0}" = 1 ]; then
-  start kube-apiserver-node-e2e "$APISERVER_BIN" --secure-port "$NODE_E2E_APISERVER_PORT" "${apiserver_flags[@]}" \
-    --kubelet-preferred-address-types InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP
+if [ "${NODELET_NODE_E2E_APISERVER:-0}" = 1 ] && ! pid_of kube-apiserver-node-e2e >/dev/null; then
+  # It dials a node by its Hostname address (this machine's name) as any API server does, but in a
+  # mount namespace of its own where /etc/hosts resolves that name to NODE_API_NETNS_IP: the node
+  # proxy refuses loopback, and the node API is reached there (test/support/node-api-netns.ts).
+  # The machine's /etc/hosts is not touched.
+  hosts="$CLUSTER_DIR/node-e2e-hosts"
+  printf '127.0.0.1\tlocalhost\n%s\t%s\n' "$NODE_API_NETNS_IP" "$(hostname)" >"$hosts"
+  log "starting kube-apiserver-node-e2e"
+  setsid unshare -m --propagation private sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" \
+    "$APISERVER_BIN" --secure-port "$NODE_E2E_APISERVER_PORT" "${apiserver_flags[@]}" >>"$CLUSTER_DIR/kube-apiserver-node-e2e.log" 2>&1 </dev/null &
+  echo $! >"$CLUSTER_DIR/kube-apiserver-node-e2e.pid"
+  readlink -f "$APISERVER_BIN" >"$CLUSTER_DIR/kube-apiserver-node-e2e.exe"
 fi
 
 # --- test images, built offline and imported ---

@@ -317,8 +317,6 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
   }
   deps.recorder.event(ref, 'Normal', EventReasons.CreatedContainer, 'Container created');
   deps.actuated?.set(containerID, container);
-  const sandboxMeta = input.sandboxConfig.metadata;
-  await createLegacyLogSymlink(deps, join(input.sandboxConfig.log_directory ?? '', config.log_path ?? ''), { name: sandboxMeta?.name ?? '', namespace: sandboxMeta?.namespace ?? '' }, container.name, containerID);
 
   try {
     await deps.runtime.startContainer(containerID);
@@ -327,6 +325,9 @@ export async function startContainer(deps: RuntimeManagerDeps, input: StartConta
     throw new SyncError(Reasons.RunContainer, criStatusMessage(err), { cause: err });
   }
   deps.recorder.event(ref, 'Normal', EventReasons.StartedContainer, 'Container started');
+  // The runtime opens the log when the container starts: only then is there a file to link to.
+  const sandboxMeta = input.sandboxConfig.metadata;
+  await createLegacyLogSymlink(deps, join(input.sandboxConfig.log_directory ?? '', config.log_path ?? ''), { name: sandboxMeta?.name ?? '', namespace: sandboxMeta?.namespace ?? '' }, container.name, containerID);
 
   const hookFailure = await runPostStartHook(deps, pod, container, containerID, input.podIPs);
   if (hookFailure !== undefined) {

@@ -98,10 +98,8 @@ function nodeletHandle(kind: AgentKind, agent: RunningAgent, runtimeEndpoint: st
   };
 }
 
-/** How a suite needs its node: at an address of its own, configured as the node e2e suite configures a kubelet. */
+/** How a suite needs its node: configured as the node e2e suite configures a kubelet. */
 export interface NodeProfile {
-  /** The node's InternalIP, when the suite needs one other than the agent's choice. */
-  nodeIP?: string;
   /**
    * The kubelet's node e2e suite looks for pod cgroups under /kubepods (cgroup root "/", whatever
    * the agent's configuration says) and writes static pods into the configured staticPodPath.
@@ -114,7 +112,6 @@ const NODE_E2E_PORT = 10250;
 export async function startConformanceAgent(kind: AgentKind, node: string, core: k8s.CoreV1Api, workDir: string, profile: NodeProfile = {}): Promise<ConformanceAgent> {
   const env = clusterEnv();
   mkdirSync(workDir, { recursive: true });
-  const { nodeIP } = profile;
   const staticPodPath = join(workDir, 'static-pods');
   if (profile.nodeE2E) mkdirSync(staticPodPath, { recursive: true });
   // The suite also reaches the node API at <node>:10250 through the API server, checks the agent's
@@ -123,12 +120,12 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
   // in the same run.
   const nodeE2EFlags = profile.nodeE2E ? ['--cgroup-root', '/', '--static-pod-path', staticPodPath, '--port', String(NODE_E2E_PORT), '--healthz-port', '10248', '--container-logs-dir', '/var/log/containers'] : [];
   if (kind === 'kubelet') {
-    const k = await startKubelet(core, { node, maxPods: 110, serveNodeApi: true, nodeIP, ...(profile.nodeE2E ? { nodeE2E: { staticPodPath }, port: NODE_E2E_PORT } : {}) });
+    const k = await startKubelet(core, { node, maxPods: 110, serveNodeApi: true, ...(profile.nodeE2E ? { nodeE2E: { staticPodPath }, port: NODE_E2E_PORT } : {}) });
     await waitSchedulable(core, node);
     return { kind, node, version: k.version, logFile: k.logFile, port: profile.nodeE2E ? NODE_E2E_PORT : KUBELET_PORT, runtimeEndpoint: env.runtimeEndpoint, stop: () => k.stop() };
   }
   if (kind === 'nodelet') {
-    const agent = await startAgent(node, ['--log-level', 'info', ...(nodeIP ? ['--node-ip', nodeIP] : []), ...nodeE2EFlags]);
+    const agent = await startAgent(node, ['--log-level', 'info', ...nodeE2EFlags]);
     await waitSchedulable(core, node);
     // Sandboxes of pods deleted while the agent stopped.
     const after = async () => void (await sweepSandboxes(env.runtimeEndpoint, (l) => l['nodelet.io/node-name'] === node));
@@ -136,9 +133,8 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
   }
   const { config, root, socket } = processRuntimeAgentConfig(join(workDir, 'process-runtime'), 'conformance-process.sock');
   // Its pods share the host's network (the process runtime has no per-pod network yet, issue 15),
-  // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1
-  // unless the suite needs the node at an address of its own.
-  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', nodeIP ?? '127.0.0.1', ...nodeE2EFlags]);
+  // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1.
+  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', '127.0.0.1', ...nodeE2EFlags]);
   await waitSchedulable(core, node);
   const after = async () => resetProcessRuntime(root);
   return nodeletHandle(kind, agent, `unix://${socket}`, after, core);

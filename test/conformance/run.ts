@@ -206,15 +206,16 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
     const stale = await deleteLeftoverNamespaces(core);
     if (cleared.length || stale) console.log(`conformance: deleted ${cleared.length} Nodes of earlier runs (${cleared.join(', ')}) and ${stale} e2e namespaces left behind`);
     const t0 = Date.now();
-    // A node the API server proxies to has its InternalIP in a network namespace of ours (node-api-netns.ts).
-    const nodeIP = suite.proxiedNode ? env.nodeApiNetnsIP : undefined;
-    const agent = await startConformanceAgent(kind, node, core, dir, { nodeIP, nodeE2E: suite.name === 'node-e2e' });
+    // A node the API server proxies to: its name resolves (for the node e2e suite's API server) to
+    // an address in a network namespace of ours, which leads to the agent (node-api-netns.ts).
+    const exposeAt = suite.proxiedNode ? env.nodeApiNetnsIP : undefined;
+    const agent = await startConformanceAgent(kind, node, core, dir, { nodeE2E: suite.name === 'node-e2e' });
     let exposed: ExposedNodeApi | undefined;
     const report = join(dir, 'report.json');
     const started = Date.now();
     let code: number | null;
     try {
-      if (nodeIP) exposed = await exposeNodeApi(nodeIP, agent.port, dir);
+      if (exposeAt) exposed = await exposeNodeApi(exposeAt, agent.port, dir);
       console.log(`conformance: ${suite.name}: ${kind}: node ${node} Ready (${agent.version}; log ${agent.logFile}${exposed ? `; node API at ${exposed.ip}:${exposed.port}` : ''}); running the specs (log ${join(dir, 'ginkgo.log')})`);
       const flags = [...suite.flags(context(agent, node, dir)), ...ginkgoSelection(suite, focusFile, focus)];
       const log = openSync(join(dir, 'ginkgo.log'), 'w');

@@ -62,7 +62,7 @@ test('a reduced node e2e run runs e2e_node.test against nodelet through the node
     timeout: 900_000,
   });
   assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
-  assert.match(run.stdout, /node API at 10\.253\.0\.2:10250/);
+  assert.match(run.stdout, /node API at 10\.253\.0\.2:10250/, "reached through the node address namespace");
   const r = JSON.parse(readFileSync(out, 'utf8'));
   const a = r.agents.nodelet;
   assert.ok(a, 'a nodelet column');

@@ -20,8 +20,6 @@ export interface KubeletOptions {
    * each request authorized with a SubjectAccessReview. Without it nobody is let in.
    */
   serveNodeApi?: boolean;
-  /** The node's InternalIP (--node-ip); the kubelet picks one of the machine's otherwise. */
-  nodeIP?: string;
   /**
    * As the kubelet's node e2e suite configures it: the kubelet's cgroup hierarchy (kubepods under
    * cgroup root "/", node allocatable enforced on it) and static pods from a directory.
@@ -205,7 +203,7 @@ export async function startKubelet(core: k8s.CoreV1Api, opts: KubeletOptions): P
   for (const d of [root, pki, logs]) mkdirSync(d, { recursive: true });
   writeFileSync(config, kubeletConfig(env.containerdSock, logs, opts, clientCa));
   const log = openSync(logFile, 'w');
-  const child: ChildProcess = spawn(bin.path, ['--config', config, '--kubeconfig', env.kubeconfig, '--hostname-override', node, '--root-dir', root, '--cert-dir', pki, ...(opts.nodeIP ? ['--node-ip', opts.nodeIP] : [])], { stdio: ['ignore', log, log] });
+  const child: ChildProcess = spawn(bin.path, ['--config', config, '--kubeconfig', env.kubeconfig, '--hostname-override', node, '--root-dir', root, '--cert-dir', pki], { stdio: ['ignore', log, log] });
   closeSync(log);
   const pid = child.pid!;
   writeFileSync(pidFile, String(pid));

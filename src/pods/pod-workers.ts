@@ -8,12 +8,15 @@
 // Updates that arrive while a sync runs coalesce: the newest pod wins and one follow-up sync runs.
 // A bounded number of syncs run at once; a pod's termination (which may wait out a grace period)
 // holds no slot, and a shorter grace period arriving during it cuts the kill short (a force delete).
+// Static pods of one name run one at a time (an edited manifest is a new pod): the new one starts
+// once the old one has terminated, as the kubelet's allowStaticPodStart.
 import type { V1Pod } from '@kubernetes/client-node';
 import { Semaphore } from 'async-mutex';
 import type { Logger } from '../observability/logger.js';
 import { podFields } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Clock, Timer } from '../util/clock.js';
+import { isStaticPod } from './static-pods.js';
 
 export type PodPhaseOfWork = 'syncing' | 'terminating' | 'terminated';
 export type UpdateType = 'create' | 'update' | 'sync' | 'delete' | 'pleg';
@@ -95,8 +98,15 @@ export function gracePeriodSeconds(pod: V1Pod): number {
   return pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
 }
 
+/** A static pod's full name (<name>_<namespace>): one at a time may run under it. */
+function staticFullName(pod: V1Pod): string | undefined {
+  return isStaticPod(pod) ? `${pod.metadata?.name}_${pod.metadata?.namespace}` : undefined;
+}
+
 export class PodWorkers {
   private readonly work = new Map<string, PodWork>();
+  /** Static pod full name -> the UID started under it, until that pod has terminated. */
+  private readonly startedStatic = new Map<string, string>();
   private readonly semaphore: Semaphore;
   private stopped = false;
   private readonly resyncMs: number;
@@ -274,6 +284,7 @@ export class PodWorkers {
 
   /** One unit of work; returns when to run again (undefined: only on the next update). */
   private async step(w: PodWork, type: UpdateType, trigger: WorkTrigger): Promise<{ ms: number; trigger: WorkTrigger } | undefined> {
+    if (w.phase === 'syncing' && !this.allowStaticPodStart(w)) return undefined; // woken when the other one has terminated
     if (w.phase === 'syncing') {
       // Only syncs take one of the bounded slots.
       const outcome = await this.semaphore.runExclusive(() => this.opts.syncer.syncPod(w.pod, type, trigger));
@@ -295,6 +306,7 @@ export class PodWorkers {
       }
       w.phase = 'terminated';
       w.terminatedAt = this.opts.clock.now();
+      this.releaseStaticName(w);
     }
     // Terminated: runtime clean. A terminal pod that stays in the API keeps its (idle) worker so that
     // resyncs do not start it again; a deleted one is removed from the API and forgotten.
@@ -305,5 +317,29 @@ export class PodWorkers {
   private forget(w: PodWork): void {
     w.timer?.cancel();
     this.work.delete(w.uid);
+    this.releaseStaticName(w);
+  }
+
+  /** Whether a static pod may start: no other pod of its name has started and not yet terminated. */
+  private allowStaticPodStart(w: PodWork): boolean {
+    const name = staticFullName(w.pod);
+    if (!name) return true;
+    const holder = this.startedStatic.get(name);
+    if (holder === undefined || holder === w.uid || !this.work.has(holder)) {
+      this.startedStatic.set(name, w.uid);
+      return true;
+    }
+    this.opts.logger.debug('static pod waits for the one of its name to terminate', { ...podFields(w.pod), terminating: holder });
+    return false;
+  }
+
+  /** The name a static pod held is free: the next static pod of that name (one waiting) starts. */
+  private releaseStaticName(w: PodWork): void {
+    const name = staticFullName(w.pod);
+    if (!name || this.startedStatic.get(name) !== w.uid) return;
+    this.startedStatic.delete(name);
+    for (const other of this.work.values()) {
+      if (other !== w && other.phase === 'syncing' && staticFullName(other.pod) === name) this.enqueue(other, 'sync', 'watch');
+    }
   }
 }

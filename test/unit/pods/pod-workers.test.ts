@@ -329,3 +329,25 @@ test('each sync says what woke it, and the worker\'s state says what it waits fo
   await settle();
   assert.equal(workers.state('nobody'), undefined);
 });
+
+test('static pods of one name run one at a time: an edited manifest\'s pod starts once the old one has terminated', async () => {
+  const { syncer, workers } = setup();
+  const staticPod = (uid: string) => ({ ...pod(uid, '1', { name: 'web', annotations: { 'kubernetes.io/config.source': 'file' } }) });
+  workers.updatePod(staticPod('old'), 'create');
+  await settle();
+  // The manifest is edited: a new pod of that name arrives, and the old one is removed.
+  syncer.blocking = true;
+  workers.updatePod(staticPod('new'), 'create');
+  workers.updatePod(staticPod('old'), 'delete');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync old rv=1 create', 'terminating old'], 'the new pod waits while the old one terminates');
+  syncer.blocking = false;
+  syncer.release();
+  await settle();
+  assert.deepEqual(syncer.calls.slice(2), ['terminated old removed=true', 'sync new rv=1 sync']);
+  // Pods of other names, or not static, never wait.
+  syncer.calls = [];
+  workers.updatePod(pod('other', '1', { name: 'web' }), 'create');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync other rv=1 create']);
+});

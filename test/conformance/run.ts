@@ -16,7 +16,7 @@
 // The whole selection also rewrites the suite's results tables in test/conformance/README.md and README.md.
 import * as k8s from '@kubernetes/client-node';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, openSync, closeSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
 import { cpus, homedir, hostname, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -77,6 +77,23 @@ async function deleteLeftoverNamespaces(core: k8s.CoreV1Api): Promise<number> {
   const left = (await core.listNamespace({ labelSelector: 'e2e-run' })).items.filter((n) => !n.metadata?.deletionTimestamp);
   await Promise.all(left.map((n) => core.deleteNamespace({ name: n.metadata!.name! }).catch(() => undefined)));
   return left.length;
+}
+
+/** Removes the symbolic links in `dir` that lead under `target`. */
+function removeLinksInto(dir: string, target: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    try {
+      if (readlinkSync(join(dir, n)).startsWith(`${target}/`)) unlinkSync(join(dir, n));
+    } catch {
+      /* not a link */
+    }
+  }
 }
 
 /** The node e2e suite's API server is started on demand (NODELET_NODE_E2E_APISERVER=1 hack/cluster-up.sh). */
@@ -228,8 +245,13 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
       if (left) console.log(`conformance: ${suite.name}: ${kind}: ${left} pods still on the node 5 min after the specs ended`);
       await agent.stop();
       exposed?.close();
-      // The node e2e profile's kubepods is the machine's (cgroup root "/"): its empty cgroups go with the agent.
-      if (suite.proxiedNode) removeCgroupRoot('/kubepods');
+      // The node e2e profile's kubepods is the machine's (cgroup root "/"): its empty cgroups go with
+      // the agent; so do its links in /var/log/containers to the cluster's pod logs (containers
+      // removed behind its back, at the end, leave theirs).
+      if (suite.proxiedNode) {
+        removeCgroupRoot('/kubepods');
+        removeLinksInto('/var/log/containers', env.podLogRoot);
+      }
     }
     if (interrupted) break; // an interrupted column is not a result
     const seconds = Math.round((Date.now() - started) / 1000);

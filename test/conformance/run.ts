@@ -79,6 +79,14 @@ async function deleteLeftoverNamespaces(core: k8s.CoreV1Api): Promise<number> {
   return left.length;
 }
 
+/**
+ * The node e2e suite's PodOverhead spec creates the cluster-wide RuntimeClass "test-handler" (its
+ * PreconfiguredRuntimeClassHandler) and leaves it: the next agent's run would fail to create it.
+ */
+async function deleteLeftoverRuntimeClass(nodeApi: k8s.NodeV1Api): Promise<void> {
+  await nodeApi.deleteRuntimeClass({ name: 'test-handler' }).catch(() => undefined);
+}
+
 /** Removes the symbolic links in `dir` that lead under `target`. */
 function removeLinksInto(dir: string, target: string): void {
   let names: string[] = [];
@@ -118,6 +126,7 @@ interface RunOptions {
   procs: number;
   core: k8s.CoreV1Api;
   coordination: k8s.CoordinationV1Api;
+  nodeApi: k8s.NodeV1Api;
 }
 
 async function main(): Promise<void> {
@@ -143,6 +152,7 @@ async function main(): Promise<void> {
     procs,
     core: kc.makeApiClient(k8s.CoreV1Api),
     coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+    nodeApi: kc.makeApiClient(k8s.NodeV1Api),
   };
   for (const suite of suites) {
     if (interrupted) break;
@@ -221,6 +231,7 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
     mkdirSync(dir, { recursive: true });
     const cleared = await clearNodes(core, coordination);
     const stale = await deleteLeftoverNamespaces(core);
+    if (suite.proxiedNode) await deleteLeftoverRuntimeClass(opts.nodeApi);
     if (cleared.length || stale) console.log(`conformance: deleted ${cleared.length} Nodes of earlier runs (${cleared.join(', ')}) and ${stale} e2e namespaces left behind`);
     const t0 = Date.now();
     // A node the API server proxies to: its name resolves (for the node e2e suite's API server) to

@@ -108,6 +108,7 @@ export interface NodeProfile {
 }
 
 const NODE_E2E_PORT = 10250;
+const NODE_E2E_READ_ONLY_PORT = 10255;
 
 export async function startConformanceAgent(kind: AgentKind, node: string, core: k8s.CoreV1Api, workDir: string, profile: NodeProfile = {}): Promise<ConformanceAgent> {
   const env = clusterEnv();
@@ -115,9 +116,11 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
   const staticPodPath = join(workDir, 'static-pods');
   if (profile.nodeE2E) mkdirSync(staticPodPath, { recursive: true });
   // The suite also reaches the node API at <node>:10250 through the API server, checks the agent's
-  // health at 127.0.0.1:10248 and looks for the legacy log links in /var/log/containers (the
-  // kubelet's, constants of its framework): there the agent listens and links, as the kubelet does
-  // in the same run.
+  // health at 127.0.0.1:10248, reads /stats/summary and /metrics/cadvisor on the read-only port
+  // 10255 and looks for the legacy log links in /var/log/containers (the kubelet's, constants of
+  // its framework, and its configuration there): there the agent listens and links, as the kubelet
+  // does in the same run.
+  const nodeE2EStart = profile.nodeE2E ? { readOnlyPort: NODE_E2E_READ_ONLY_PORT } : {};
   const nodeE2EFlags = profile.nodeE2E ? ['--cgroup-root', '/', '--static-pod-path', staticPodPath, '--port', String(NODE_E2E_PORT), '--healthz-port', '10248', '--container-logs-dir', '/var/log/containers'] : [];
   if (kind === 'kubelet') {
     const k = await startKubelet(core, { node, maxPods: 110, serveNodeApi: true, ...(profile.nodeE2E ? { nodeE2E: { staticPodPath }, port: NODE_E2E_PORT } : {}) });
@@ -125,7 +128,7 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
     return { kind, node, version: k.version, logFile: k.logFile, port: profile.nodeE2E ? NODE_E2E_PORT : KUBELET_PORT, runtimeEndpoint: env.runtimeEndpoint, stop: () => k.stop() };
   }
   if (kind === 'nodelet') {
-    const agent = await startAgent(node, ['--log-level', 'info', ...nodeE2EFlags]);
+    const agent = await startAgent(node, ['--log-level', 'info', ...nodeE2EFlags], nodeE2EStart);
     await waitSchedulable(core, node);
     // Sandboxes of pods deleted while the agent stopped.
     const after = async () => void (await sweepSandboxes(env.runtimeEndpoint, (l) => l['nodelet.io/node-name'] === node));
@@ -134,7 +137,7 @@ export async function startConformanceAgent(kind: AgentKind, node: string, core:
   const { config, root, socket } = processRuntimeAgentConfig(join(workDir, 'process-runtime'), 'conformance-process.sock');
   // Its pods share the host's network (the process runtime has no per-pod network yet, issue 15),
   // and on this machine only loopback may receive test traffic: the node's IP, and so theirs, is 127.0.0.1.
-  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', '127.0.0.1', ...nodeE2EFlags]);
+  const agent = await startAgent(node, ['--config', config, '--log-level', 'info', '--node-ip', '127.0.0.1', ...nodeE2EFlags], nodeE2EStart);
   await waitSchedulable(core, node);
   const after = async () => resetProcessRuntime(root);
   return nodeletHandle(kind, agent, `unix://${socket}`, after, core);

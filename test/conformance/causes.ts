@@ -19,6 +19,10 @@ export const RULES: CauseRule[] = [
   // --- what this machine lacks (the kubelet fails these too) ---
   { cause: 'the kernel here has no dummy network links (ip link add ... type dummy: Operation not supported)', seen: /dummy1[\s\S]*Operation not supported/ },
   { cause: 'the spec pulls an image from a registry on the Internet, which this machine cannot reach (an image not built offline, or pulled with Always)', seen: /dial tcp: lookup \S+ on \S+: no such host/ },
+  { cause: 'the spec updates a container to an image it pulls with Always from a registry on the Internet, which this machine cannot reach', spec: /has its image updated should successfully restart/ },
+  { cause: 'the spec reads a log under /var/log/pods; the test agents keep pod logs in the cluster\'s directory', spec: /should print log to correct cri log path/ },
+  { cause: 'the harness: an earlier agent\'s run left the RuntimeClass test-handler (deleted before each agent since this was seen)', seen: /runtimeclasses\.node\.k8s\.io "test-handler" already exists/ },
+  { cause: 'the harness: the agent had no read-only port 10255, where the suite reads /stats/summary and /metrics/cadvisor (it has since this was seen)', seen: /(127\.0\.0\.1:0|localhost:10255)\/(stats\/summary|metrics\/cadvisor)": dial tcp/ },
 
   // --- the node e2e suite: what nodelet does not do yet, by what was seen ---
   { cause: 'the summary API has no kubelet, runtime, pods and misc system containers yet', seen: /missing expected element (kubelet|runtime|pods|misc)/, agents: ['nodelet', 'process'] },

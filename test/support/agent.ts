@@ -71,13 +71,13 @@ export function uniqueNodeName(prefix: string): string {
  * Starts the agent (in `place` when given, else on this machine); unless `waitForStart` is false,
  * waits until it says it started and answers /healthz.
  */
-export async function startAgent(nodeName: string, extraFlags: string[] = [], opts: { waitForStart?: boolean; place?: AgentPlace } = {}): Promise<RunningAgent> {
+export async function startAgent(nodeName: string, extraFlags: string[] = [], opts: { waitForStart?: boolean; place?: AgentPlace; readOnlyPort?: number } = {}): Promise<RunningAgent> {
   const env = clusterEnv();
   const logDir = join(env.clusterDir, 'test-agents');
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `${nodeName}.log`);
   const out = createWriteStream(logFile, { flags: 'a' });
-  const localPort = await freePort();
+  const localPort = opts.readOnlyPort ?? (await freePort());
   const { place } = opts;
   const there = place?.agent(nodeName) ?? {
     flags: ['--kubeconfig', env.kubeconfig, '--runtime-endpoint', env.runtimeEndpoint, '--tls-cert-file', env.nodeTlsCert, '--tls-private-key-file', env.nodeTlsKey, '--client-ca-file', env.clientCA],

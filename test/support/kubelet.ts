@@ -83,6 +83,7 @@ tlsPrivateKeyFile: ${env.nodeTlsKey}
 cgroupRoot: /
 staticPodPath: ${opts.nodeE2E.staticPodPath}
 fileCheckFrequency: 10s
+readOnlyPort: 10255
 `
     : `cgroupsPerQOS: false
 enforceNodeAllocatable: []

@@ -131,12 +131,9 @@ export class PodWorkers {
     if (type !== 'pleg') w.pod = pod;
     if (type === 'delete') w.removedFromApi = true;
     if (w.phase === 'terminated') {
-      // A finished pod only needs work again when it is being deleted from the API.
-      if (type === 'delete' && !w.running) {
-        this.forget(w);
-        return;
-      }
-      if (!pod.metadata?.deletionTimestamp) return;
+      // A finished pod only needs work again when it is being deleted: removed from its source, its
+      // cleanup runs once more with that (its volumes, a static pod's mirror), then it is forgotten.
+      if (!pod.metadata?.deletionTimestamp && type !== 'delete') return;
     }
     if ((pod.metadata?.deletionTimestamp || type === 'delete') && w.phase === 'syncing') this.startTerminating(w);
     // A shorter grace period than the kill in progress was given (kubectl delete --grace-period, a

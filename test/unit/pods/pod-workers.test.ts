@@ -236,6 +236,14 @@ test('a pod that finished (terminal phase) is stopped once and stays idle on lat
   await settle();
   assert.deepEqual(syncer.calls.slice(3), ['terminated a removed=false']);
   assert.equal(workers.isKnown('a'), false);
+  // One that finished and is then removed from its source (a static pod's file deleted): its
+  // cleanup runs once more as removed (its mirror pod goes), then it is forgotten.
+  workers.updatePod(pod('b', '1'), 'create');
+  await settle();
+  workers.updatePod(pod('b', '1'), 'delete');
+  await settle();
+  assert.deepEqual(syncer.calls.slice(4), ['sync b rv=1 create', 'terminating b', 'terminated b removed=false', 'terminated b removed=true']);
+  assert.equal(workers.isKnown('b'), false);
 });
 
 test('a failing termination is retried with back-off until it succeeds', async () => {

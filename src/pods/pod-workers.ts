@@ -81,6 +81,8 @@ interface PodWork {
   kill?: { abort: AbortController; graceSeconds: number };
   terminatingAt?: number;
   terminatedAt?: number;
+  /** The pod came back (same UID, e.g. a static pod's file deleted and written again) while it terminated: it starts again once terminated. */
+  restartRequested?: boolean;
   done?: Promise<void>;
 }
 
@@ -128,8 +130,18 @@ export class PodWorkers {
       w = { uid, pod, phase: 'syncing', removedFromApi: false, pending: undefined, running: false };
       this.work.set(uid, w);
     }
+    // As the kubelet: a pod added again while it terminates is not stopped from terminating; it
+    // starts afresh once that is done.
+    if (type === 'create' && w.phase === 'terminating' && !pod.metadata?.deletionTimestamp) {
+      w.restartRequested = true;
+      w.pod = pod;
+      return;
+    }
     if (type !== 'pleg') w.pod = pod;
-    if (type === 'delete') w.removedFromApi = true;
+    if (type === 'delete') {
+      w.removedFromApi = true;
+      w.restartRequested = false;
+    }
     if (w.phase === 'terminated') {
       // A finished pod only needs work again when it is being deleted: removed from its source, its
       // cleanup runs once more with that (its volumes, a static pod's mirror), then it is forgotten.
@@ -268,6 +280,11 @@ export class PodWorkers {
         } finally {
           this.opts.metrics?.podWorkerDuration.observe({ operation }, (this.opts.clock.now() - started) / 1000);
         }
+        if (ok && w.phase === 'terminated' && w.restartRequested) {
+          this.forget(w);
+          this.updatePod(w.pod, 'create');
+          return;
+        }
         if (ok && w.phase === 'terminated' && (w.removedFromApi || w.pod.metadata?.deletionTimestamp)) {
           this.forget(w);
           return;
@@ -307,7 +324,8 @@ export class PodWorkers {
     }
     // Terminated: runtime clean. A terminal pod that stays in the API keeps its (idle) worker so that
     // resyncs do not start it again; a deleted one is removed from the API and forgotten.
-    await this.opts.syncer.syncTerminatedPod(w.pod, w.removedFromApi);
+    // A pod that came back is not gone: its dead containers stay (its restart count goes on from them).
+    await this.opts.syncer.syncTerminatedPod(w.pod, w.removedFromApi && !w.restartRequested);
     return undefined;
   }
 

@@ -359,3 +359,20 @@ test('static pods of one name run one at a time: an edited manifest\'s pod start
   await settle();
   assert.deepEqual(syncer.calls, ['sync other rv=1 create']);
 });
+
+test('a pod added again (same UID) while it terminates finishes terminating, then starts afresh, its runtime kept', async () => {
+  const { syncer, workers } = setup();
+  workers.updatePod(pod('s', '1'), 'create');
+  await settle();
+  syncer.blocking = true;
+  workers.updatePod(pod('s', '1'), 'delete');
+  await settle();
+  workers.updatePod(pod('s', '1'), 'create');
+  await settle();
+  assert.deepEqual(syncer.calls, ['sync s rv=1 create', 'terminating s'], 'the kill in progress goes on');
+  syncer.blocking = false;
+  syncer.release();
+  await settle();
+  assert.deepEqual(syncer.calls.slice(2), ['terminated s removed=false', 'sync s rv=1 create']);
+  assert.equal(workers.phaseOf('s'), 'syncing');
+});

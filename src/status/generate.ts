@@ -4,6 +4,7 @@ import type { NodeEnded } from './node-ended.js';
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isStaticPod } from '../pods/static-pods.js';
 import { terminatedPodStatus } from './terminate.js';
+import { volumeMountStatuses } from '../volumes/container-mounts.js';
 import { isRestartableInitContainer } from '../runtime/pod-actions.js';
 import { podQOSClass } from '../runtime/resources.js';
 import { containerShouldRestart } from '../runtime/restart-policy.js';
@@ -146,6 +147,9 @@ function containerStatuses(
       status.ready = false;
       status.started = false;
     }
+    // Whatever its state, from its spec (no runtime here offers recursive read-only mounts yet).
+    const mounts = volumeMountStatuses(c, false);
+    if (mounts) status.volumeMounts = mounts;
     return status;
   });
 }

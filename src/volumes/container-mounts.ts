@@ -1,7 +1,7 @@
 // A container's mounts, as the kubelet's makeMounts builds them: each volumeMount from the set-up
 // volume (a subPath pinned by a bind mount, so that a link inside the volume can never lead it
 // out), the pod's /etc/hosts, and the file behind terminationMessagePath.
-import type { V1Container, V1Pod, V1VolumeMount } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1VolumeMount, V1VolumeMountStatus } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
@@ -82,10 +82,54 @@ export interface MountInputs {
   clusterDomain: string;
 }
 
+/**
+ * Whether a mount is made recursively read-only (the kubelet's resolveRecursiveReadOnly). No
+ * runtime here offers it yet (neither containerd 1.x nor the process runtime reports the CRI
+ * feature): IfPossible is then plain read-only, and Enabled is refused, never run with less.
+ */
+export function resolveRecursiveReadOnly(m: V1VolumeMount, runtimeSupportsRRO: boolean): boolean {
+  const rro = m.recursiveReadOnly;
+  if (!rro || rro === 'Disabled') return false;
+  if (!m.readOnly) throw new MountConfigError(`volume "${m.name}" requested recursive read-only mode, but it is not read-only`);
+  if (m.mountPropagation && m.mountPropagation !== 'None') {
+    throw new MountConfigError(`volume "${m.name}" requested recursive read-only mode, but it is not compatible with propagation "${m.mountPropagation}"`);
+  }
+  if (rro === 'IfPossible') return runtimeSupportsRRO;
+  if (rro === 'Enabled') {
+    if (!runtimeSupportsRRO) throw new MountConfigError(`volume "${m.name}" requested recursive read-only mode, but it is not supported by the runtime`);
+    return true;
+  }
+  throw new MountConfigError(`unknown recursive read-only mode "${rro}"`);
+}
+
+/** The container status's volumeMounts, from its spec (CRI knows no volume names), as the kubelet reports them. */
+export function volumeMountStatuses(container: V1Container, runtimeSupportsRRO: boolean): V1VolumeMountStatus[] | undefined {
+  const mounts = container.volumeMounts ?? [];
+  if (mounts.length === 0) return undefined;
+  return mounts.map((m) => {
+    const st: V1VolumeMountStatus = { name: m.name, mountPath: m.mountPath, readOnly: m.readOnly };
+    if (m.readOnly) {
+      let enabled = false;
+      try {
+        enabled = resolveRecursiveReadOnly(m, runtimeSupportsRRO);
+      } catch {
+        // The container is refused for it; its status says Disabled, as the kubelet's.
+      }
+      st.recursiveReadOnly = enabled ? 'Enabled' : 'Disabled';
+    }
+    return st;
+  });
+}
+
 async function volumeMount(inp: MountInputs, m: V1VolumeMount, index: number): Promise<Mount> {
   const { pod, container } = inp;
   const vol = inp.volumes.get(m.name);
   if (!vol) throw new MountConfigError(`cannot find volume "${m.name}" to mount into container "${container.name}"`);
+  try {
+    resolveRecursiveReadOnly(m, false);
+  } catch (err) {
+    throw new MountConfigError(`failed to resolve recursive read-only mode: ${(err as Error).message}`);
+  }
   let hostPath = vol.path;
   const subPath = m.subPathExpr ? expandSubPathExpr(m.subPathExpr, inp.env) : (m.subPath ?? '');
   if (subPath) {

@@ -42,13 +42,15 @@ test('a reduced make conformance runs e2e.test against nodelet and writes result
 });
 
 // The kubelet's node e2e suite, reduced to specs nodelet passes today that only that suite looks
-// at: the kubelet's cgroup hierarchy on this machine. They run only once the suite has read the
+// at: the kubelet's cgroup hierarchy on this machine, and a recursive read-only mount refused in
+// the kubelet's words where the runtime cannot make one. They run only once the suite has read the
 // agent's /configz through the API server's node proxy (the node's address in a network
 // namespace of the run's own, the second API server that dials it).
 const NODE_E2E_SPECS = [
   'Kubelet Cgroup Manager QOS containers On enabling QOS cgroup hierarchy Top level QoS containers should have been created',
   'Kubelet Cgroup Manager Pod containers On scheduling a Guaranteed Pod Pod containers should have been created under the cgroup-root',
   'Kubelet Cgroup Manager Pod containers On scheduling a BestEffort Pod Pod containers should have been created under the BestEffort cgroup',
+  'Mount recursive read-only \\[LinuxOnly\\] Mount recursive read-only when the runtime does not support recursive read-only mounts should reject recursive read-only mounts',
 ];
 
 test('a reduced node e2e run runs e2e_node.test against nodelet through the node proxy and writes results in which the specs passed', () => {
@@ -69,6 +71,6 @@ test('a reduced node e2e run runs e2e_node.test against nodelet through the node
   assert.equal(a.counts.total, NODE_E2E_SPECS.length, `the selection is the ${NODE_E2E_SPECS.length} specs: ${JSON.stringify(a.failed)}`);
   assert.deepEqual(a.failed, [], 'every spec passed');
   assert.equal(a.counts.passed, NODE_E2E_SPECS.length);
-  assert.deepEqual(Object.keys(a.files), ['e2e_node/pods_container_manager_test.go']);
+  assert.deepEqual(Object.keys(a.files).sort(), ['e2e_node/mount_rro_linux_test.go', 'e2e_node/pods_container_manager_test.go']);
   assert.equal(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.includes('nodelet-node-api'), false, 'the node address namespace is gone');
 });

@@ -38,26 +38,17 @@ build_critest() {
   mv "$out.tmp" "$out"
 }
 
-# Kubernetes' e2e suite, compiled as a test binary as upstream ships it (go test -c).
-build_e2e() {
-  local out="$bindir/e2e.test-$KUBE_VERSION"
+# Kubernetes' e2e suites, compiled as test binaries as upstream ships them (go test -c): e2e.test
+# (test/e2e) and e2e_node.test (test/e2e_node, the kubelet's node e2e suite; it holds test/e2e/common too).
+build_suite() { # name package
+  local name=$1 pkg=$2
+  local out="$bindir/$name-$KUBE_VERSION"
   [ -x "$out" ] && return 0
-  echo "building e2e.test $KUBE_VERSION (cached afterwards in $bindir)" >&2
+  echo "building $name $KUBE_VERSION (cached afterwards in $bindir)" >&2
   local start=$SECONDS
-  (cd "$here/gomod/k8s" && go test -c -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp" k8s.io/kubernetes/test/e2e)
+  (cd "$here/gomod/k8s" && go test -c -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp" "$pkg")
   mv "$out.tmp" "$out"
-  echo "built e2e.test in $((SECONDS - start)) s" >&2
-}
-
-# The kubelet's node e2e suite (test/e2e_node), compiled the same way; it holds test/e2e/common too.
-build_e2e_node() {
-  local out="$bindir/e2e_node.test-$KUBE_VERSION"
-  [ -x "$out" ] && return 0
-  echo "building e2e_node.test $KUBE_VERSION (cached afterwards in $bindir)" >&2
-  local start=$SECONDS
-  (cd "$here/gomod/k8s" && go test -c -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp" k8s.io/kubernetes/test/e2e_node)
-  mv "$out.tmp" "$out"
-  echo "built e2e_node.test in $((SECONDS - start)) s" >&2
+  echo "built $name in $((SECONDS - start)) s" >&2
 }
 
 targets=("$@")
@@ -65,8 +56,8 @@ targets=("$@")
 for t in "${targets[@]}"; do
   case $t in
     kube-apiserver|kube-scheduler|kube-controller-manager|kubectl|kubelet) build "$t" "$KUBE_VERSION" k8s "k8s.io/kubernetes/cmd/$t" -ldflags "$(kube_ldflags)" ;;
-    e2e.test) build_e2e ;;
-    e2e_node.test) build_e2e_node ;;
+    e2e.test) build_suite e2e.test k8s.io/kubernetes/test/e2e ;;
+    e2e_node.test) build_suite e2e_node.test k8s.io/kubernetes/test/e2e_node ;;
     # The e2e suite's image binaries: agnhost (its version is the image's tag) and nonewprivs' nnp.
     agnhost) build agnhost "$AGNHOST_VERSION" k8s k8s.io/kubernetes/test/images/agnhost -ldflags "-s -w" ;;
     nnp) build nnp "$KUBE_VERSION" k8s k8s.io/kubernetes/test/images/nonewprivs -ldflags "-s -w" ;;

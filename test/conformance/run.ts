@@ -16,7 +16,7 @@
 // The whole selection also rewrites the suite's results tables in test/conformance/README.md and README.md.
 import * as k8s from '@kubernetes/client-node';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync, openSync, closeSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
 import { cpus, homedir, hostname, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -26,6 +26,7 @@ import { classify, RULES } from './causes.js';
 import { readReport, selectedSpecs } from './report.js';
 import { agentResult, mergeResults, renderSummary, renderTable, replaceBetweenMarkers, type Results } from './results.js';
 import { removeCgroupRoot } from '../support/cgroups.js';
+import { removeLinksInto } from '../support/kubelet.js';
 import { exposeNodeApi, type ExposedNodeApi } from '../support/node-api-netns.js';
 import { SUITE_NAMES, suiteNamed, type Suite, type SuiteContext } from './suites.js';
 
@@ -85,23 +86,6 @@ async function deleteLeftoverNamespaces(core: k8s.CoreV1Api): Promise<number> {
  */
 async function deleteLeftoverRuntimeClass(nodeApi: k8s.NodeV1Api): Promise<void> {
   await nodeApi.deleteRuntimeClass({ name: 'test-handler' }).catch(() => undefined);
-}
-
-/** Removes the symbolic links in `dir` that lead under `target`. */
-function removeLinksInto(dir: string, target: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const n of names) {
-    try {
-      if (readlinkSync(join(dir, n)).startsWith(`${target}/`)) unlinkSync(join(dir, n));
-    } catch {
-      /* not a link */
-    }
-  }
 }
 
 /** The node e2e suite's API server is started on demand (NODELET_NODE_E2E_APISERVER=1 hack/cluster-up.sh). */
@@ -184,12 +168,13 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
   symlinkSync(bin(suite.binary), binary);
   const ginkgo = bin('ginkgo');
   // The API server that dials nodes by InternalIP, for the suites that reach the node through its proxy.
+  const token = readFileSync(env.adminTokenFile, 'utf8').trim();
   const context = (agent: { runtimeEndpoint: string }, node: string, reportDir: string): SuiteContext => ({
     kubeconfig: env.kubeconfig,
     node,
     runtimeEndpoint: agent.runtimeEndpoint,
     nodeE2EApiserver: env.nodeE2EApiserver,
-    token: readFileSync(env.adminTokenFile, 'utf8').trim(),
+    token,
     reportDir,
   });
 
@@ -209,7 +194,7 @@ async function runSuite(suite: Suite, opts: RunOptions): Promise<void> {
     selection = files.length ? dryRun(focusFile) : [];
   }
   if (selection.length === 0) throw new Error(`${suite.name}: no spec matches (FOCUS=${process.env.FOCUS ?? ''} SPEC=${process.env.SPEC ?? ''})`);
-  if (suite.proxiedNode) await requireNodeE2EApiserver(env.nodeE2EApiserver, readFileSync(env.adminTokenFile, 'utf8').trim());
+  if (suite.proxiedNode) await requireNodeE2EApiserver(env.nodeE2EApiserver, token);
 
   // The API server reaches a node's API through its Hostname address: the machine's name, which
   // resolves to this machine. Every agent registers under it, one after the other.

@@ -234,22 +234,28 @@ export async function startKubelet(core: k8s.CoreV1Api, opts: KubeletOptions): P
       await sweepSandboxes(env.runtimeEndpoint, () => true);
       await releaseRoot(root);
       // Symlinks the kubelet keeps in /var/log/containers to its pods' logs.
-      try {
-        for (const f of readdirSync('/var/log/containers')) {
-          const p = join('/var/log/containers', f);
-          try {
-            if (readlinkSync(p).startsWith(`${logs}/`)) unlinkSync(p);
-          } catch {
-            /* not a symlink */
-          }
-        }
-      } catch {
-        /* no such directory */
-      }
+      removeLinksInto('/var/log/containers', logs);
       rmSync(logs, { recursive: true, force: true });
       await deleteNodeObjects(core, node);
     },
   };
+}
+
+/** Removes the symbolic links in `dir` that lead under `target` (an agent's legacy log links to its logs). */
+export function removeLinksInto(dir: string, target: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return; // no such directory
+  }
+  for (const n of names) {
+    try {
+      if (readlinkSync(join(dir, n)).startsWith(`${target}/`)) unlinkSync(join(dir, n));
+    } catch {
+      /* not a link */
+    }
+  }
 }
 
 /** Unmounts what the kubelet left under its root-dir (its own bind mount of it, pods' volumes), then empties it. */
